@@ -1,0 +1,64 @@
+// Reverse-mode autograd over a graph of Nodes.
+//
+// Every differentiable op produces one output tensor whose grad_fn is a Node: the op's
+// name, the input tensors, and a backward function that maps the output's gradient to
+// one gradient per input (an undefined Tensor where an input needs none). A custom
+// function -- a differentiable collective, say -- is just another Node:
+//
+//   Tensor y = Tensor::empty(x.shape());
+//   ... forward: fill y ...
+//   record(y, "all_reduce_sum", {x}, [](const Tensor& gy) {   // backward: identity
+//     return std::vector<Tensor>{gy};
+//   });
+//
+// backward() walks the graph once in reverse topological order, sums gradients that
+// meet at a tensor, accumulates into leaves' .grad (then runs their grad hooks), and
+// frees the graph as it goes so activations are released early.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace shardlab {
+
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  std::string name;
+  std::vector<Tensor> inputs;
+  BackwardFn backward;
+};
+
+// True unless a NoGradGuard is alive on this thread.
+bool grad_enabled();
+
+// Disables graph recording in its scope (evaluation, optimizer updates, KV-cache decode).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad is enabled and any input requires a gradient.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+// Attach a Node to `output` when any input needs a gradient; otherwise does nothing.
+// Returns `output` for chaining.
+Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Runs backward from `root` seeded with `seed` (same shape as root).
+void run_backward(const Tensor& root, const Tensor& seed);
+
+// Adds `delta` into `target`'s gradient (allocating it on first use) and fires its hooks.
+void accumulate_grad(Tensor& target, const Tensor& delta);
+
+}  // namespace shardlab

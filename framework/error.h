@@ -1,0 +1,31 @@
+// Two kinds of error (STYLE 9).
+//
+// UserError: bad input a user can fix. Its message names the offending values and the
+// fix; every main catches it, prints it once per rank and exits non-zero.
+//   throw UserError("hidden " + std::to_string(d) + " is not divisible by tensor axis 8; ...");
+//
+// SL_ASSERT: an internal invariant. On failure it prints file:line and the condition,
+// then calls the installed abort handler (std::abort by default; parallel/ installs one
+// that names the rank and calls MPI_Abort so no other rank waits forever).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace shardlab {
+
+class UserError : public std::runtime_error {
+ public:
+  explicit UserError(const std::string& message) : std::runtime_error(message) {}
+};
+
+using AbortHandler = void (*)(const char* message);
+void set_abort_handler(AbortHandler handler);
+[[noreturn]] void assert_fail(const char* condition, const char* file, int line, const std::string& detail);
+
+}  // namespace shardlab
+
+#define SL_ASSERT(cond, ...)                                                          \
+  do {                                                                                \
+    if (!(cond)) ::shardlab::assert_fail(#cond, __FILE__, __LINE__, std::string{__VA_ARGS__}); \
+  } while (0)

@@ -1,0 +1,31 @@
+// Causal self-attention module: fused QKV projection, optional RoPE, output projection.
+// Multi-head (K = N) or grouped-query (K < N). Shapes: x[B, T, D] -> y[B, T, D].
+#pragma once
+
+#include "framework/nn/config.h"
+#include "framework/nn/layers.h"
+
+namespace shardlab::nn {
+
+// Keys and values of earlier positions for incremental decoding, per layer.
+struct KVCache {
+  std::vector<Tensor> k, v;  // per layer [B, context, K * H]
+  int64_t length = 0;        // positions filled
+
+  KVCache(const ModelConfig& config, int64_t batch);
+};
+
+class Attention : public Module {
+ public:
+  Attention(Module& parent, const std::string& name, const ModelConfig& config);
+  Tensor operator()(const Tensor& x) const;
+  // Inference only: attends new positions x[B, n, D] to the cache (and appends them).
+  Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
+
+  Linear wqkv, wo;
+  int64_t n_heads, n_kv_heads, head_dim;
+  bool rope;
+  float rope_theta;
+};
+
+}  // namespace shardlab::nn

@@ -1,0 +1,117 @@
+#include "framework/nn/config.h"
+
+#include <map>
+
+#include "framework/error.h"
+
+namespace shardlab::nn {
+namespace {
+
+const std::map<std::string, ModelConfig>& presets() {
+  static const std::map<std::string, ModelConfig> p = [] {
+    std::map<std::string, ModelConfig> m;
+    ModelConfig gpt;  // the reference benchmark model: V 256, T 256, D 256, L 4, N 4, F 4D
+    m["gpt-bench"] = gpt;
+    ModelConfig small = gpt;
+    small.context = 128;
+    small.d_model = 128;
+    small.n_heads = 4;
+    small.n_kv_heads = 4;
+    small.d_ff = 512;
+    m["gpt-small"] = small;
+    ModelConfig tiny = gpt;
+    tiny.context = 16;
+    tiny.d_model = 16;
+    tiny.n_layers = 2;
+    tiny.n_heads = 2;
+    tiny.n_kv_heads = 2;
+    tiny.d_ff = 32;
+    m["gpt-tiny"] = tiny;
+    ModelConfig llama = small;
+    llama.arch = Arch::Llama;
+    llama.n_kv_heads = 2;
+    llama.d_ff = 344;
+    m["llama-small"] = llama;
+    ModelConfig llama_tiny = tiny;
+    llama_tiny.arch = Arch::Llama;
+    llama_tiny.n_heads = 4;
+    llama_tiny.n_kv_heads = 2;
+    llama_tiny.d_ff = 24;
+    m["llama-tiny"] = llama_tiny;
+    return m;
+  }();
+  return p;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+void ModelConfig::validate() const {
+  auto positive = [](const char* what, int64_t v) {
+    if (v <= 0) throw UserError(std::string(what) + " must be positive, got " + std::to_string(v));
+  };
+  positive("--vocab", vocab);
+  positive("--context", context);
+  positive("--d-model", d_model);
+  positive("--layers", n_layers);
+  positive("--heads", n_heads);
+  positive("--kv-heads", n_kv_heads);
+  positive("--d-ff", d_ff);
+  if (d_model % n_heads != 0) {
+    throw UserError("--d-model " + std::to_string(d_model) + " is not divisible by --heads " +
+                    std::to_string(n_heads) + "; choose a head count that divides the model width");
+  }
+  if (n_heads % n_kv_heads != 0) {
+    throw UserError("--heads " + std::to_string(n_heads) + " is not a multiple of --kv-heads " +
+                    std::to_string(n_kv_heads) + "; each kv head must serve a whole group of query heads");
+  }
+  if (arch == Arch::Gpt && n_kv_heads != n_heads) {
+    throw UserError("GPT models use multi-head attention: --kv-heads " + std::to_string(n_kv_heads) +
+                    " must equal --heads " + std::to_string(n_heads) + " (use --arch llama for GQA)");
+  }
+  if (arch == Arch::Llama && head_dim() % 2 != 0) {
+    throw UserError("RoPE needs an even head dim, got d_model/heads = " + std::to_string(head_dim()));
+  }
+}
+
+std::string ModelConfig::describe() const {
+  return arch_name(arch) + " V=" + std::to_string(vocab) + " T=" + std::to_string(context) +
+         " D=" + std::to_string(d_model) + " L=" + std::to_string(n_layers) + " N=" + std::to_string(n_heads) +
+         " K=" + std::to_string(n_kv_heads) + " F=" + std::to_string(d_ff) + " remat=" + remat_name(remat);
+}
+
+ModelConfig ModelConfig::preset(const std::string& name) {
+  auto it = presets().find(name);
+  if (it == presets().end()) {
+    throw UserError("unknown model preset '" + name + "'; known presets: " + join(preset_names()));
+  }
+  return it->second;
+}
+
+std::vector<std::string> ModelConfig::preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, config] : presets()) names.push_back(name);
+  return names;
+}
+
+Arch parse_arch(const std::string& s) {
+  if (s == "gpt") return Arch::Gpt;
+  if (s == "llama") return Arch::Llama;
+  throw UserError("unknown --arch '" + s + "'; use gpt or llama");
+}
+
+Remat parse_remat(const std::string& s) {
+  if (s == "none") return Remat::None;
+  if (s == "full") return Remat::Full;
+  throw UserError("unknown --remat '" + s + "'; use none or full");
+}
+
+std::string arch_name(Arch a) { return a == Arch::Gpt ? "gpt" : "llama"; }
+std::string remat_name(Remat r) { return r == Remat::None ? "none" : "full"; }
+
+}  // namespace shardlab::nn

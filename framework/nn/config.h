@@ -1,0 +1,43 @@
+// ModelConfig: the sizes and choices that define a Transformer, with named presets.
+//
+//   ModelConfig c = ModelConfig::preset("llama-tiny");
+//   c.n_layers = 2;
+//   c.validate();  // throws UserError naming the bad values and the fix
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab::nn {
+
+enum class Arch { Gpt, Llama };
+enum class Remat { None, Full };
+
+struct ModelConfig {
+  Arch arch = Arch::Gpt;
+  int64_t vocab = 256;
+  int64_t context = 256;   // T, the longest sequence
+  int64_t d_model = 256;   // D
+  int64_t n_layers = 4;    // L
+  int64_t n_heads = 4;     // N
+  int64_t n_kv_heads = 4;  // K (LLaMA GQA; equals N for GPT)
+  int64_t d_ff = 1024;     // F
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  Remat remat = Remat::None;
+
+  int64_t head_dim() const { return d_model / n_heads; }
+  void validate() const;
+  std::string describe() const;  // one line for logs
+
+  static ModelConfig preset(const std::string& name);
+  static std::vector<std::string> preset_names();
+};
+
+Arch parse_arch(const std::string& s);
+Remat parse_remat(const std::string& s);
+std::string arch_name(Arch a);
+std::string remat_name(Remat r);
+
+}  // namespace shardlab::nn

@@ -1,0 +1,49 @@
+#include "framework/nn/layers.h"
+
+#include "framework/ops.h"
+
+namespace shardlab::nn {
+
+Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out, bool has_bias, float init_std) {
+  parent.add_child_module(*this, name);
+  add_parameter(weight, "weight", {out, in}, {Init::Normal, init_std}, true);
+  if (has_bias) add_parameter(bias, "bias", {out}, {Init::Zeros}, false);
+}
+
+Tensor Linear::operator()(const Tensor& x) const { return ops::linear(x, weight, bias); }
+
+Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim) {
+  parent.add_child_module(*this, name);
+  add_parameter(weight, "weight", {vocab, dim}, {Init::Normal, 0.02f}, true);
+}
+
+Tensor Embedding::operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const {
+  return ops::embedding(weight, ids, B, T);
+}
+
+Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, float eps_) : kind(kind_), eps(eps_) {
+  parent.add_child_module(*this, name);
+  add_parameter(weight, "weight", {dim}, {Init::Ones}, false);
+  if (kind == Layer) add_parameter(bias, "bias", {dim}, {Init::Zeros}, false);
+}
+
+Tensor Norm::operator()(const Tensor& x) const {
+  return kind == Layer ? ops::layer_norm(x, weight, bias, eps) : ops::rms_norm(x, weight, eps);
+}
+
+Mlp::Mlp(Module& parent, const std::string& name, int64_t dim, int64_t hidden, float out_std)
+    : fc(*this, "fc", dim, hidden, true), fc2(*this, "fc2", hidden, dim, true, out_std) {
+  parent.add_child_module(*this, name);
+}
+
+Tensor Mlp::operator()(const Tensor& x) const { return fc2(ops::gelu(fc(x))); }
+
+SwiGlu::SwiGlu(Module& parent, const std::string& name, int64_t dim, int64_t hidden, float out_std)
+    : gate(*this, "gate", dim, hidden, false), up(*this, "up", dim, hidden, false),
+      down(*this, "down", hidden, dim, false, out_std) {
+  parent.add_child_module(*this, name);
+}
+
+Tensor SwiGlu::operator()(const Tensor& x) const { return down(ops::swiglu(gate(x), up(x))); }
+
+}  // namespace shardlab::nn

@@ -1,0 +1,63 @@
+// Module: a node in the model tree that owns parameters and child modules.
+//
+// Parameters get stable hierarchical names from the tree ("blocks.3.attn.wqkv.weight"),
+// and each carries its initialiser, so `initialize(model, seed)` fills every parameter
+// from the counter-based RNG keyed by (seed, name, global element index): any layout
+// that later shards a parameter can fill its slice with exactly the same values.
+//
+//   struct Mlp : Module {
+//     Linear fc{*this, "fc", 256, 1024};          // registers itself as child "fc"
+//   };
+//   for (auto& [name, p] : model.named_parameters()) ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace shardlab::nn {
+
+struct Init {
+  enum Kind { Normal, Zeros, Ones } kind = Normal;
+  float std = 0.02f;
+};
+
+struct Parameter {
+  std::string name;  // full hierarchical name, filled in by named_parameters()
+  Tensor* tensor;
+  Init init;
+  bool decay;        // takes weight decay (matrices yes; biases, norms no)
+};
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Every parameter below this module with its full name, in registration order.
+  std::vector<Parameter> parameters();
+  std::vector<std::pair<std::string, Tensor>> named_parameters();
+  int64_t num_parameters();
+
+  // Registers `child` under `name` (called by a child's constructor with its parent).
+  void add_child_module(Module& child, const std::string& name);
+
+ protected:
+  // Allocates a parameter (under MemoryCategory::Parameters) owned by this module.
+  Tensor& add_parameter(Tensor& slot, const std::string& name, const Shape& shape, Init init, bool decay);
+
+ private:
+  void collect(const std::string& prefix, std::vector<Parameter>& out);
+  std::vector<Parameter> own_;
+  std::vector<std::pair<std::string, Module*>> children_;
+};
+
+// Fills every parameter from its initialiser; see the header comment.
+void initialize(Module& model, uint64_t seed);
+
+}  // namespace shardlab::nn

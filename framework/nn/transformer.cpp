@@ -1,0 +1,99 @@
+#include "framework/nn/transformer.h"
+
+#include <cmath>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/nn/remat.h"
+#include "framework/ops.h"
+
+namespace shardlab::nn {
+namespace {
+
+Norm::Kind norm_kind(const ModelConfig& c) { return c.arch == Arch::Gpt ? Norm::Layer : Norm::Rms; }
+float residual_std(const ModelConfig& c) { return 0.02f / std::sqrt(2.0f * static_cast<float>(c.n_layers)); }
+
+const ModelConfig& validated(const ModelConfig& c) {
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+Block::Block(Module& parent, const std::string& name, const ModelConfig& c)
+    : norm1(*this, "norm1", c.d_model, norm_kind(c), c.norm_eps), attn(*this, "attn", c),
+      norm2(*this, "norm2", c.d_model, norm_kind(c), c.norm_eps), remat(c.remat) {
+  if (c.arch == Arch::Gpt) {
+    mlp = std::make_unique<Mlp>(*this, "mlp", c.d_model, c.d_ff, residual_std(c));
+  } else {
+    swiglu = std::make_unique<SwiGlu>(*this, "mlp", c.d_model, c.d_ff, residual_std(c));
+  }
+  parent.add_child_module(*this, name);
+}
+
+Tensor Block::feed_forward(const Tensor& x) const { return mlp ? (*mlp)(x) : (*swiglu)(x); }
+
+Tensor Block::forward(const Tensor& x) const {
+  Tensor h = ops::add(x, attn(norm1(x)));
+  return ops::add(h, feed_forward(norm2(h)));
+}
+
+Tensor Block::operator()(const Tensor& x) const {
+  if (remat == Remat::None) return forward(x);
+  std::vector<Tensor> params;
+  for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
+  return checkpoint([this](const Tensor& h) { return forward(h); }, x, params);
+}
+
+Tensor Block::decode(const Tensor& x, KVCache& cache, int layer) const {
+  Tensor h = ops::add(x, attn.decode(norm1(x), cache, layer));
+  return ops::add(h, feed_forward(norm2(h)));
+}
+
+Transformer::Transformer(const ModelConfig& c)
+    : config(validated(c)), wte(*this, "wte", c.vocab, c.d_model),
+      norm_f(*this, "norm_f", c.d_model, norm_kind(c), c.norm_eps) {
+  if (c.arch == Arch::Gpt) wpe = std::make_unique<Embedding>(*this, "wpe", c.context, c.d_model);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    blocks.push_back(std::make_unique<Block>(*this, "blocks." + std::to_string(l), c));
+  }
+  if (c.arch == Arch::Llama) lm_head = std::make_unique<Linear>(*this, "lm_head", c.d_model, c.vocab, false);
+}
+
+Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset) const {
+  if (pos_offset + T > config.context) {
+    throw UserError("sequence of " + std::to_string(pos_offset + T) + " tokens exceeds the model context " +
+                    std::to_string(config.context) + "; raise --context or shorten the sequence");
+  }
+  Tensor x = wte(ids, B, T);
+  if (!wpe) return x;
+  std::vector<int32_t> positions(T);
+  for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(pos_offset + t);
+  return ops::add(x, ops::reshape((*wpe)(positions, 1, T), {T, config.d_model}));
+}
+
+Tensor Transformer::head(const Tensor& x) const {
+  Tensor h = ops::reshape(norm_f(x), {x.numel() / config.d_model, config.d_model});
+  return lm_head ? (*lm_head)(h) : ops::linear(h, wte.weight);
+}
+
+Tensor Transformer::logits(std::span<const int32_t> ids, int64_t B, int64_t T) const {
+  Tensor x = embed(ids, B, T, 0);
+  for (const auto& block : blocks) x = (*block)(x);
+  return head(x);
+}
+
+Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+                         double denominator) const {
+  return ops::cross_entropy(logits(ids, B, T), targets, denominator);
+}
+
+Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const {
+  NoGradGuard no_grad;
+  Tensor x = embed(ids, B, n, cache.length);
+  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->decode(x, cache, static_cast<int>(l));
+  cache.length += n;
+  return head(x);
+}
+
+}  // namespace shardlab::nn

@@ -1,0 +1,65 @@
+// Transformer language models: GPT-2 style and LLaMA-3 style from one ModelConfig.
+//
+//   GPT-2:   x = wte[ids] + wpe[t];  blocks: x += attn(ln1(x)); x += mlp(ln2(x))   (LayerNorm, GELU)
+//   LLaMA-3: x = wte[ids];           blocks: x += attn(rms1(x)) with RoPE and GQA; x += swiglu(rms2(x))
+//   logits = norm_f(x) · W_out^T with W_out = wte (tied) for GPT, a separate lm_head for LLaMA.
+//
+// The model knows nothing of parallelism; parallel/ applies it from outside.
+//
+//   Transformer model(ModelConfig::preset("gpt-small"));
+//   initialize(model, seed);
+//   Tensor loss = model.loss(inputs, targets, B, T);   // ids are int32, B * T of each
+//   loss.backward();
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "framework/nn/attention.h"
+#include "framework/nn/config.h"
+#include "framework/nn/layers.h"
+
+namespace shardlab::nn {
+
+class Block : public Module {
+ public:
+  Block(Module& parent, const std::string& name, const ModelConfig& config);
+  Tensor operator()(const Tensor& x) const;  // honours config.remat
+  Tensor forward(const Tensor& x) const;     // never rematerialises
+  Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
+
+  Norm norm1;
+  Attention attn;
+  Norm norm2;
+  std::unique_ptr<Mlp> mlp;        // GPT
+  std::unique_ptr<SwiGlu> swiglu;  // LLaMA
+  Remat remat;
+
+ private:
+  Tensor feed_forward(const Tensor& x) const;
+};
+
+class Transformer : public Module {
+ public:
+  explicit Transformer(const ModelConfig& config);  // validates config
+  Tensor logits(std::span<const int32_t> ids, int64_t B, int64_t T) const;  // [B * T, V]
+  // Mean cross-entropy over targets != -1, or sum / denominator when it is given.
+  Tensor loss(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+              double denominator = 0.0) const;
+  // Inference: logits [B * n, V] of n new positions, using and extending the cache.
+  Tensor decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const;
+
+  const ModelConfig config;
+  Embedding wte;
+  std::unique_ptr<Embedding> wpe;  // GPT only
+  std::vector<std::unique_ptr<Block>> blocks;
+  Norm norm_f;
+  std::unique_ptr<Linear> lm_head;  // LLaMA only (GPT ties to wte)
+
+ private:
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset) const;
+  Tensor head(const Tensor& x) const;
+};
+
+}  // namespace shardlab::nn

@@ -1,0 +1,19 @@
+// Causal self-attention, multi-head or grouped-query, on a fused QKV buffer.
+//
+// qkv[B, T, (N + 2K) * H] holds, per position, the N query heads, then K key heads, then
+// K value heads (the output of one fused projection). Query head n attends with kv head
+// n / (N / K). Output y[B, T, N * H] is already in the layout the output projection
+// reads, so no transposes are materialised. The [T, T] probabilities are kept for
+// backward (one B x N x T x T buffer); scores beyond the diagonal are never used.
+#pragma once
+
+#include "framework/tensor.h"
+
+namespace shardlab::ops {
+
+Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads);
+
+// Softmax over the last dim (a standalone op, used by tests and samplers).
+Tensor softmax(const Tensor& x);
+
+}  // namespace shardlab::ops

@@ -1,0 +1,179 @@
+#include "framework/ops/elementwise.h"
+
+#include <cmath>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+
+namespace shardlab::ops {
+namespace {
+
+// Number of times b repeats inside a (b's shape must be a suffix of a's).
+int64_t broadcast_count(const Tensor& a, const Tensor& b) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  bool suffix = sb.size() <= sa.size() && std::equal(sb.rbegin(), sb.rend(), sa.rbegin());
+  SL_ASSERT(suffix, "cannot broadcast " + shape_str(sb) + " to " + shape_str(sa));
+  return a.numel() / std::max<int64_t>(b.numel(), 1);
+}
+
+// Sums the `repeat` copies of a b-shaped block inside g (the gradient of a broadcast).
+Tensor reduce_to(const Tensor& g, const Tensor& b, int64_t repeat) {
+  if (repeat == 1) return g;
+  Tensor out = Tensor::zeros(b.shape());
+  const int64_t n = b.numel();
+  const float* src = g.data();
+  float* dst = out.data();
+  for (int64_t r = 0; r < repeat; ++r) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dst[i] += src[r * n + i];
+  }
+  return out;
+}
+
+template <typename F>
+Tensor map(const Tensor& x, F f) {
+  Tensor y = Tensor::empty(x.shape());
+  const float* in = x.data();
+  float* out = y.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  return y;
+}
+
+// GELU (tanh form) and its derivative.
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
+inline float gelu_f(float x) {
+  float u = kGeluC * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(u));
+}
+inline float gelu_df(float x) {
+  float u = kGeluC * (x + 0.044715f * x * x * x);
+  float t = std::tanh(u);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
+}
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  const int64_t repeat = broadcast_count(a, b);
+  const int64_t n = b.numel();
+  Tensor y = Tensor::empty(a.shape());
+  const float *pa = a.data(), *pb = b.data();
+  float* py = y.data();
+#pragma omp parallel for if (a.numel() > 32768)
+  for (int64_t r = 0; r < repeat; ++r) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) py[r * n + i] = pa[r * n + i] + pb[i];
+  }
+  return record(y, "add", {a, b}, [b, repeat](const Tensor& gy) {
+    return std::vector<Tensor>{gy, b.requires_grad() ? reduce_to(gy, b, repeat) : Tensor()};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  const int64_t repeat = broadcast_count(a, b);
+  const int64_t n = b.numel();
+  Tensor y = Tensor::empty(a.shape());
+  const float *pa = a.data(), *pb = b.data();
+  float* py = y.data();
+#pragma omp parallel for if (a.numel() > 32768)
+  for (int64_t r = 0; r < repeat; ++r) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) py[r * n + i] = pa[r * n + i] * pb[i];
+  }
+  return record(y, "mul", {a, b}, [a, b, repeat, n](const Tensor& gy) {
+    Tensor ga, gb;
+    const float* g = gy.data();
+    if (a.requires_grad()) {
+      ga = Tensor::empty(a.shape());
+      const float* pb = b.data();
+      float* o = ga.data();
+      for (int64_t r = 0; r < repeat; ++r)
+        for (int64_t i = 0; i < n; ++i) o[r * n + i] = g[r * n + i] * pb[i];
+    }
+    if (b.requires_grad()) {
+      gb = Tensor::zeros(b.shape());
+      const float* pa = a.data();
+      float* o = gb.data();
+      for (int64_t r = 0; r < repeat; ++r)
+        for (int64_t i = 0; i < n; ++i) o[i] += g[r * n + i] * pa[r * n + i];
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+Tensor scale(const Tensor& x, float s) {
+  Tensor y = map(x, [s](float v) { return v * s; });
+  return record(y, "scale", {x}, [s](const Tensor& gy) {
+    return std::vector<Tensor>{map(gy, [s](float v) { return v * s; })};
+  });
+}
+
+Tensor gelu(const Tensor& x) {
+  Tensor y = map(x, gelu_f);
+  return record(y, "gelu", {x}, [x](const Tensor& gy) {
+    Tensor gx = Tensor::empty(x.shape());
+    const float *in = x.data(), *g = gy.data();
+    float* o = gx.data();
+    const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > 32768)
+    for (int64_t i = 0; i < n; ++i) o[i] = g[i] * gelu_df(in[i]);
+    return std::vector<Tensor>{gx};
+  });
+}
+
+Tensor silu(const Tensor& x) {
+  Tensor y = map(x, [](float v) { return v * sigmoid(v); });
+  return record(y, "silu", {x}, [x](const Tensor& gy) {
+    Tensor gx = Tensor::empty(x.shape());
+    const float *in = x.data(), *g = gy.data();
+    float* o = gx.data();
+    const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > 32768)
+    for (int64_t i = 0; i < n; ++i) {
+      float s = sigmoid(in[i]);
+      o[i] = g[i] * s * (1.0f + in[i] * (1.0f - s));
+    }
+    return std::vector<Tensor>{gx};
+  });
+}
+
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  SL_ASSERT(gate.shape() == up.shape(), "swiglu: " + shape_str(gate.shape()) + " vs " + shape_str(up.shape()));
+  Tensor y = Tensor::empty(gate.shape());
+  const float *pg = gate.data(), *pu = up.data();
+  float* py = y.data();
+  const int64_t n = y.numel();
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) py[i] = pg[i] * sigmoid(pg[i]) * pu[i];
+  return record(y, "swiglu", {gate, up}, [gate, up](const Tensor& gy) {
+    Tensor gg = Tensor::empty(gate.shape()), gu = Tensor::empty(up.shape());
+    const float *pg = gate.data(), *pu = up.data(), *g = gy.data();
+    float *og = gg.data(), *ou = gu.data();
+    const int64_t n = gate.numel();
+#pragma omp parallel for simd if (n > 32768)
+    for (int64_t i = 0; i < n; ++i) {
+      float s = sigmoid(pg[i]);
+      ou[i] = g[i] * pg[i] * s;
+      og[i] = g[i] * pu[i] * s * (1.0f + pg[i] * (1.0f - s));
+    }
+    return std::vector<Tensor>{gg, gu};
+  });
+}
+
+Tensor sum(const Tensor& x) {
+  double acc = 0.0;
+  const float* p = x.data();
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) acc += p[i];
+  Tensor y = Tensor::full({}, static_cast<float>(acc));
+  return record(y, "sum", {x}, [x](const Tensor& gy) {
+    return std::vector<Tensor>{Tensor::full(x.shape(), gy.item())};
+  });
+}
+
+Tensor mean(const Tensor& x) { return scale(sum(x), 1.0f / static_cast<float>(x.numel())); }
+
+}  // namespace shardlab::ops

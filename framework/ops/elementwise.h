@@ -1,0 +1,20 @@
+// Pointwise ops and reductions.
+//
+// Binary ops take tensors of equal shape, or a `b` whose shape is a suffix of `a`'s
+// (broadcast over a's leading dims, e.g. x[B, T, D] + pos[T, D]).
+#pragma once
+
+#include "framework/tensor.h"
+
+namespace shardlab::ops {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& x, float s);
+Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
+Tensor silu(const Tensor& x);
+Tensor swiglu(const Tensor& gate, const Tensor& up);  // silu(gate) * up, fused
+Tensor sum(const Tensor& x);                           // scalar
+Tensor mean(const Tensor& x);                          // scalar
+
+}  // namespace shardlab::ops

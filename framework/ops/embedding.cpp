@@ -1,0 +1,73 @@
+#include "framework/ops/embedding.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+
+namespace shardlab::ops {
+namespace {
+
+// Applies the rotation (sign = +1) or its inverse (sign = -1) to q and k heads.
+void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_heads, int64_t C, int64_t H,
+            float theta, int64_t pos_offset, float sign) {
+  std::vector<float> inv_freq(H / 2);
+  for (int64_t i = 0; i < H / 2; ++i) inv_freq[i] = std::pow(theta, -2.0f * i / H);
+#pragma omp parallel for collapse(2) if (B * T > 16)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* src = in + (b * T + t) * C;
+      float* dst = out + (b * T + t) * C;
+      std::memcpy(dst, src, C * sizeof(float));
+      const float pos = static_cast<float>(pos_offset + t);
+      for (int64_t i = 0; i < H / 2; ++i) {
+        const float c = std::cos(pos * inv_freq[i]), s = sign * std::sin(pos * inv_freq[i]);
+        for (int64_t h = 0; h < rotated_heads; ++h) {
+          const float x0 = src[h * H + 2 * i], x1 = src[h * H + 2 * i + 1];
+          dst[h * H + 2 * i] = x0 * c - x1 * s;
+          dst[h * H + 2 * i + 1] = x0 * s + x1 * c;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T) {
+  SL_ASSERT(w.ndim() == 2 && static_cast<int64_t>(ids.size()) == B * T,
+            "embedding: table " + shape_str(w.shape()) + " with " + std::to_string(ids.size()) + " ids");
+  const int64_t V = w.dim(0), D = w.dim(1);
+  for (int32_t id : ids) SL_ASSERT(id >= 0 && id < V, "token id " + std::to_string(id) + " outside vocab " + std::to_string(V));
+  Tensor y = Tensor::empty({B, T, D});
+  for (int64_t r = 0; r < B * T; ++r) std::memcpy(y.data() + r * D, w.data() + ids[r] * D, D * sizeof(float));
+  std::vector<int32_t> kept(ids.begin(), ids.end());
+  return record(y, "embedding", {w}, [w, kept = std::move(kept), D](const Tensor& gy) {
+    Tensor gw = Tensor::zeros(w.shape());
+    const float* g = gy.data();
+    float* o = gw.data();
+    for (size_t r = 0; r < kept.size(); ++r) {  // serial: repeated ids must sum in a fixed order
+#pragma omp simd
+      for (int64_t j = 0; j < D; ++j) o[kept[r] * D + j] += g[r * D + j];
+    }
+    return std::vector<Tensor>{gw};
+  });
+}
+
+Tensor rope(const Tensor& qkv, int n_heads, int n_kv_heads, float theta, int64_t pos_offset) {
+  SL_ASSERT(qkv.ndim() == 3 && qkv.dim(2) % (n_heads + 2 * n_kv_heads) == 0, "rope: qkv " + shape_str(qkv.shape()));
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), C = qkv.dim(2), H = C / (n_heads + 2 * n_kv_heads);
+  SL_ASSERT(H % 2 == 0, "rope needs an even head dim, got " + std::to_string(H));
+  const int64_t rotated = n_heads + n_kv_heads;
+  Tensor y = Tensor::empty(qkv.shape());
+  rotate(qkv.data(), y.data(), B, T, rotated, C, H, theta, pos_offset, 1.0f);
+  return record(y, "rope", {qkv}, [B, T, C, H, rotated, theta, pos_offset](const Tensor& gy) {
+    Tensor gx = Tensor::empty(gy.shape());
+    rotate(gy.data(), gx.data(), B, T, rotated, C, H, theta, pos_offset, -1.0f);  // rotation^T = inverse
+    return std::vector<Tensor>{gx};
+  });
+}
+
+}  // namespace shardlab::ops

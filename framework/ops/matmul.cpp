@@ -1,0 +1,177 @@
+#include "framework/ops/matmul.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+
+namespace shardlab {
+namespace {
+
+using dnnl::memory;
+
+struct Engine {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+Engine& cpu() {
+  static Engine e;
+  return e;
+}
+
+memory::desc desc_of(const MatView& v) {
+  return memory::desc(memory::dims(v.dims.begin(), v.dims.end()), memory::data_type::f32,
+                      memory::dims(v.strides.begin(), v.strides.end()));
+}
+
+std::string key_of(const MatView& a, const MatView& b, const MatView& c, const MatmulFlags& f) {
+  std::string k;
+  k.reserve(160);
+  for (const MatView* v : {&a, &b, &c}) {
+    for (int i = 0; i < 4; ++i) k += std::to_string(v->dims[i]) + ',' + std::to_string(v->strides[i]) + ';';
+  }
+  k += std::to_string(f.alpha) + (f.accumulate ? "+" : "=") + (f.bias ? "b" : "");
+  return k;
+}
+
+struct CachedMatmul {
+  dnnl::matmul primitive;
+  memory::desc a, b, c, bias;
+};
+
+std::unordered_map<std::string, CachedMatmul>& cache() {
+  static std::unordered_map<std::string, CachedMatmul> c;
+  return c;
+}
+
+int64_t g_created = 0;
+
+}  // namespace
+
+MatView MatView::matrix(int64_t rows, int64_t cols, int64_t ld, bool trans) {
+  MatView v;
+  v.dims = {1, 1, rows, cols};
+  // A transposed [rows, cols] view of a row-major [cols, rows] buffer.
+  v.strides = trans ? std::array<int64_t, 4>{0, 0, 1, ld} : std::array<int64_t, 4>{0, 0, ld, 1};
+  v.strides[0] = v.strides[1] = rows * cols;
+  return v;
+}
+
+MatView MatView::batched(std::array<int64_t, 4> dims, std::array<int64_t, 4> strides) {
+  MatView v;
+  v.dims = dims;
+  v.strides = strides;
+  return v;
+}
+
+void matmul_raw(const float* a, const MatView& av, const float* b, const MatView& bv, float* c,
+                const MatView& cv, MatmulFlags flags, const float* bias) {
+  SL_ASSERT(av.cols() == bv.rows() && av.rows() == cv.rows() && bv.cols() == cv.cols(),
+            "matmul inner/outer dims disagree");
+  std::string key = key_of(av, bv, cv, flags);
+  auto it = cache().find(key);
+  if (it == cache().end()) {
+    CachedMatmul m;
+    m.a = desc_of(av);
+    m.b = desc_of(bv);
+    m.c = desc_of(cv);
+    dnnl::primitive_attr attr;
+    if (flags.alpha != 1.0f) attr.set_output_scales(0, {flags.alpha});
+    if (flags.accumulate) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    if (flags.bias) {
+      m.bias = memory::desc({1, 1, 1, cv.cols()}, memory::data_type::f32, memory::format_tag::abcd);
+    }
+    auto d = flags.bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.c) : dnnl::matmul::desc(m.a, m.b, m.c);
+    m.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, cpu().engine));
+    ++g_created;
+    it = cache().emplace(std::move(key), std::move(m)).first;
+  }
+  const CachedMatmul& m = it->second;
+  auto& e = cpu();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(m.a, e.engine, const_cast<float*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(m.b, e.engine, const_cast<float*>(b))},
+      {DNNL_ARG_DST, memory(m.c, e.engine, c)}};
+  if (flags.bias) args.emplace(DNNL_ARG_BIAS, memory(m.bias, e.engine, const_cast<float*>(bias)));
+  m.primitive.execute(e.stream, args);
+  e.stream.wait();
+}
+
+int64_t matmul_primitives_created() { return g_created; }
+
+namespace ops {
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  SL_ASSERT(w.ndim() == 2 && x.dim(-1) == w.dim(1),
+            "linear: x " + shape_str(x.shape()) + " with weight " + shape_str(w.shape()));
+  SL_ASSERT(!b.defined() || (b.ndim() == 1 && b.dim(0) == w.dim(0)), "linear: bias shape");
+  const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor y = Tensor::empty(out_shape);
+  matmul_raw(x.data(), MatView::matrix(M, K, K), w.data(), MatView::matrix(K, N, K, /*trans=*/true), y.data(),
+             MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? b.data() : nullptr);
+  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K](const Tensor& gy) {
+    Tensor gx, gw, gb;
+    if (x.requires_grad()) {  // gx[M,K] = gy[M,N] · w[N,K]
+      gx = Tensor::empty(x.shape());
+      matmul_raw(gy.data(), MatView::matrix(M, N, N), w.data(), MatView::matrix(N, K, K), gx.data(),
+                 MatView::matrix(M, K, K));
+    }
+    if (w.requires_grad()) {  // gw[N,K] = gy^T[N,M] · x[M,K]
+      gw = Tensor::empty(w.shape());
+      matmul_raw(gy.data(), MatView::matrix(N, M, N, true), x.data(), MatView::matrix(M, K, K), gw.data(),
+                 MatView::matrix(N, K, K));
+    }
+    if (b.defined() && b.requires_grad()) {  // gb[N] = column sums of gy
+      gb = Tensor::zeros(b.shape());
+      const float* g = gy.data();
+      float* o = gb.data();
+      for (int64_t i = 0; i < M; ++i) {
+#pragma omp simd
+        for (int64_t j = 0; j < N; ++j) o[j] += g[i * N + j];
+      }
+    }
+    return std::vector<Tensor>{gx, gw, gb};
+  });
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  SL_ASSERT(a.ndim() == b.ndim() && a.ndim() >= 2 && a.ndim() <= 4 && a.dim(-1) == b.dim(-2),
+            "matmul: " + shape_str(a.shape()) + " x " + shape_str(b.shape()));
+  for (int i = 0; i + 2 < a.ndim(); ++i) {
+    SL_ASSERT(a.dim(i) == b.dim(i), "matmul batch dims: " + shape_str(a.shape()) + " x " + shape_str(b.shape()));
+  }
+  const int64_t M = a.dim(-2), K = a.dim(-1), N = b.dim(-1);
+  const int64_t batch = a.numel() / (M * K);
+  Shape out_shape = a.shape();
+  out_shape.back() = N;
+  Tensor c = Tensor::empty(out_shape);
+  // Views as [1, batch, rows, cols] with the given per-matrix transposition.
+  auto view = [batch](int64_t rows, int64_t cols, bool trans) {
+    return MatView::batched({1, batch, rows, cols}, {batch * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
+  };
+  matmul_raw(a.data(), view(M, K, false), b.data(), view(K, N, false), c.data(), view(M, N, false));
+  return record(c, "matmul", {a, b}, [a, b, M, N, K, view](const Tensor& gc) {
+    Tensor ga, gb;
+    if (a.requires_grad()) {  // ga[M,K] = gc[M,N] · b^T[N,K]
+      ga = Tensor::empty(a.shape());
+      matmul_raw(gc.data(), view(M, N, false), b.data(), view(N, K, true), ga.data(), view(M, K, false));
+    }
+    if (b.requires_grad()) {  // gb[K,N] = a^T[K,M] · gc[M,N]
+      gb = Tensor::empty(b.shape());
+      matmul_raw(a.data(), view(K, M, true), gc.data(), view(M, N, false), gb.data(), view(K, N, false));
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+}  // namespace ops
+}  // namespace shardlab

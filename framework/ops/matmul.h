@@ -1,0 +1,54 @@
+// Matrix multiplication through oneDNN's matmul primitive.
+//
+// `matmul_raw` is the kernel every matmul-shaped op uses: C = alpha * op(A) * op(B)
+// (+ bias) (+ beta * C), where each operand is a strided view of up to four dims (two
+// leading batch dims, then rows and columns). Strides let callers read transposes and
+// heads straight out of a fused [B, T, 3, N, H] buffer without copying. Primitives are
+// created once per (shapes, strides, flags) and cached; creating one costs far more
+// than running a small matmul.
+//
+// `linear` is the autograd op: y[..., N] = x[..., K] · w[N, K]^T + b[N] (PyTorch layout).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "framework/tensor.h"
+
+namespace shardlab {
+
+// A strided 4-d view: dims {b0, b1, rows, cols}; unused batch dims have size 1.
+struct MatView {
+  std::array<int64_t, 4> dims{1, 1, 1, 1};
+  std::array<int64_t, 4> strides{0, 0, 0, 1};
+
+  // Row-major [rows, cols] with leading dimension ld (>= cols); transposed when `trans`.
+  static MatView matrix(int64_t rows, int64_t cols, int64_t ld, bool trans = false);
+  // Batched: b0 x b1 matrices [rows, cols] with the given strides for each dim.
+  static MatView batched(std::array<int64_t, 4> dims, std::array<int64_t, 4> strides);
+  int64_t rows() const { return dims[2]; }
+  int64_t cols() const { return dims[3]; }
+};
+
+struct MatmulFlags {
+  float alpha = 1.0f;
+  bool accumulate = false;  // C += result instead of C = result
+  bool bias = false;        // add a [cols] bias row to every row of C
+};
+
+void matmul_raw(const float* a, const MatView& av, const float* b, const MatView& bv, float* c,
+                const MatView& cv, MatmulFlags flags = {}, const float* bias = nullptr);
+
+// Number of oneDNN matmul primitives created so far (cache misses).
+int64_t matmul_primitives_created();
+
+namespace ops {
+
+// y[..., N] = x[..., K] · w[N, K]^T (+ b[N]). b may be undefined.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+
+// c[..., M, N] = a[..., M, K] · b[..., K, N] with equal leading dims (at most two).
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace ops
+}  // namespace shardlab

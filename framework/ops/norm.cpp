@@ -1,0 +1,133 @@
+#include "framework/ops/norm.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+
+namespace shardlab::ops {
+namespace {
+
+void check_norm_shapes(const char* op, const Tensor& x, const Tensor& w) {
+  SL_ASSERT(w.ndim() == 1 && x.dim(-1) == w.dim(0),
+            std::string(op) + ": x " + shape_str(x.shape()) + " with weight " + shape_str(w.shape()));
+}
+
+// Per-thread [D] partial sums, added in thread order so results are deterministic
+// (an `omp critical` sum would depend on which thread finishes first).
+class ThreadPartials {
+ public:
+  ThreadPartials(int64_t D) : D_(D), sums_(static_cast<size_t>(omp_get_max_threads()) * D, 0.0f) {}
+  float* mine() { return sums_.data() + static_cast<size_t>(omp_get_thread_num()) * D_; }
+  std::vector<float> total() const {
+    std::vector<float> out(D_, 0.0f);
+    for (size_t t = 0; t < sums_.size() / D_; ++t)
+      for (int64_t j = 0; j < D_; ++j) out[j] += sums_[t * D_ + j];
+    return out;
+  }
+
+ private:
+  int64_t D_;
+  std::vector<float> sums_;
+};
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
+  check_norm_shapes("layer_norm", x, w);
+  const int64_t D = x.dim(-1), rows = x.numel() / D;
+  Tensor y = Tensor::empty(x.shape());
+  Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+  const float *px = x.data(), *pw = w.data(), *pb = b.data();
+  float *py = y.data(), *pm = mean.data(), *pr = rstd.data();
+#pragma omp parallel for if (rows > 64)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * D;
+    float m = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : m)
+    for (int64_t j = 0; j < D; ++j) m += xr[j];
+    m /= D;
+#pragma omp simd reduction(+ : v)
+    for (int64_t j = 0; j < D; ++j) v += (xr[j] - m) * (xr[j] - m);
+    float s = 1.0f / std::sqrt(v / D + eps);
+    pm[r] = m;
+    pr[r] = s;
+#pragma omp simd
+    for (int64_t j = 0; j < D; ++j) py[r * D + j] = (xr[j] - m) * s * pw[j] + pb[j];
+  }
+  return record(y, "layer_norm", {x, w, b}, [x, w, mean, rstd, D, rows](const Tensor& gy) {
+    Tensor gx = Tensor::empty(x.shape());
+    ThreadPartials gw(D), gb(D);
+    const float *px = x.data(), *pw = w.data(), *g = gy.data(), *pm = mean.data(), *pr = rstd.data();
+    float* ox = gx.data();
+#pragma omp parallel
+    {
+      float *lw = gw.mine(), *lb = gb.mine();
+      std::vector<float> xhat(D), gxh(D);
+#pragma omp for
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = px + r * D, *gr = g + r * D;
+        float a = 0.0f, c = 0.0f;
+        for (int64_t j = 0; j < D; ++j) {
+          xhat[j] = (xr[j] - pm[r]) * pr[r];
+          gxh[j] = gr[j] * pw[j];
+          lw[j] += gr[j] * xhat[j];
+          lb[j] += gr[j];
+          a += gxh[j];
+          c += gxh[j] * xhat[j];
+        }
+        a /= D;
+        c /= D;
+        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = pr[r] * (gxh[j] - a - xhat[j] * c);
+      }
+    }
+    return std::vector<Tensor>{gx, Tensor::from({D}, gw.total()), Tensor::from({D}, gb.total())};
+  });
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
+  check_norm_shapes("rms_norm", x, w);
+  const int64_t D = x.dim(-1), rows = x.numel() / D;
+  Tensor y = Tensor::empty(x.shape());
+  Tensor rstd = Tensor::empty({rows});
+  const float *px = x.data(), *pw = w.data();
+  float *py = y.data(), *pr = rstd.data();
+#pragma omp parallel for if (rows > 64)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * D;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t j = 0; j < D; ++j) ss += xr[j] * xr[j];
+    float s = 1.0f / std::sqrt(ss / D + eps);
+    pr[r] = s;
+#pragma omp simd
+    for (int64_t j = 0; j < D; ++j) py[r * D + j] = xr[j] * s * pw[j];
+  }
+  return record(y, "rms_norm", {x, w}, [x, w, rstd, D, rows](const Tensor& gy) {
+    Tensor gx = Tensor::empty(x.shape());
+    ThreadPartials gw(D);
+    const float *px = x.data(), *pw = w.data(), *g = gy.data(), *pr = rstd.data();
+    float* ox = gx.data();
+#pragma omp parallel
+    {
+      float* lw = gw.mine();
+#pragma omp for
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = px + r * D, *gr = g + r * D;
+        float c = 0.0f;
+        for (int64_t j = 0; j < D; ++j) {
+          lw[j] += gr[j] * xr[j] * pr[r];
+          c += gr[j] * pw[j] * xr[j];
+        }
+        c *= pr[r] * pr[r] * pr[r] / D;
+        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = gr[j] * pw[j] * pr[r] - xr[j] * c;
+      }
+    }
+    return std::vector<Tensor>{gx, Tensor::from({D}, gw.total())};
+  });
+}
+
+}  // namespace shardlab::ops

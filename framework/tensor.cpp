@@ -1,0 +1,158 @@
+#include "framework/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/memory.h"
+
+namespace shardlab {
+namespace {
+
+// Storage remembers the category it was counted under so the free matches the alloc.
+struct StorageHeader {
+  MemoryCategory category;
+};
+constexpr size_t kAlign = 64;
+
+}  // namespace
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Storage::Storage(int64_t numel) : numel_(numel) {
+  size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  char* raw = static_cast<char*>(std::aligned_alloc(kAlign, bytes + kAlign));
+  SL_ASSERT(raw != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  auto* header = reinterpret_cast<StorageHeader*>(raw);
+  header->category = MemoryTracker::current();
+  data_ = reinterpret_cast<float*>(raw + kAlign);
+  MemoryTracker::on_alloc(header->category, numel * static_cast<int64_t>(sizeof(float)));
+}
+
+Storage::~Storage() {
+  char* raw = reinterpret_cast<char*>(data_) - kAlign;
+  MemoryTracker::on_free(reinterpret_cast<StorageHeader*>(raw)->category,
+                         numel_ * static_cast<int64_t>(sizeof(float)));
+  std::free(raw);
+}
+
+Tensor Tensor::empty(const Shape& shape) {
+  for (int64_t d : shape) {
+    if (d < 0) throw UserError("negative dimension in shape " + shape_str(shape));
+  }
+  Tensor t;
+  t.impl_ = std::make_shared<TensorImpl>();
+  t.impl_->shape = shape;
+  t.impl_->storage = std::make_shared<Storage>(numel_of(shape));
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape) { return full(shape, 0.0f); }
+
+Tensor Tensor::full(const Shape& shape, float value) {
+  Tensor t = empty(shape);
+  t.fill_(value);
+  return t;
+}
+
+Tensor Tensor::from(const Shape& shape, std::vector<float> values) {
+  SL_ASSERT(static_cast<int64_t>(values.size()) == numel_of(shape),
+            std::to_string(values.size()) + " values for shape " + shape_str(shape));
+  Tensor t = empty(shape);
+  std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+const Shape& Tensor::shape() const {
+  SL_ASSERT(impl_, "use of an undefined tensor");
+  return impl_->shape;
+}
+
+int64_t Tensor::dim(int i) const {
+  int n = ndim();
+  SL_ASSERT(i >= -n && i < n, "dim " + std::to_string(i) + " of shape " + shape_str(shape()));
+  return impl_->shape[i < 0 ? i + n : i];
+}
+
+int64_t Tensor::numel() const { return numel_of(shape()); }
+float* Tensor::data() { return impl_->storage->data() + impl_->offset; }
+const float* Tensor::data() const { return impl_->storage->data() + impl_->offset; }
+
+float Tensor::item() const {
+  SL_ASSERT(numel() == 1, "item() of a tensor of shape " + shape_str(shape()));
+  return data()[0];
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  SL_ASSERT(numel_of(shape) == numel(), "view " + shape_str(this->shape()) + " as " + shape_str(shape));
+  Tensor t;
+  t.impl_ = std::make_shared<TensorImpl>();
+  t.impl_->shape = shape;
+  t.impl_->storage = impl_->storage;
+  t.impl_->offset = impl_->offset;
+  return t;
+}
+
+Tensor Tensor::rows(int64_t begin, int64_t count) const {
+  SL_ASSERT(ndim() >= 1 && begin >= 0 && count >= 0 && begin + count <= dim(0),
+            "rows(" + std::to_string(begin) + ", " + std::to_string(count) + ") of " + shape_str(shape()));
+  Shape s = shape();
+  int64_t row = numel() / std::max<int64_t>(s[0], 1);
+  s[0] = count;
+  Tensor t = view(shape());
+  t.impl_->shape = s;
+  t.impl_->offset += begin * row;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape());
+  std::memcpy(t.data(), data(), numel() * sizeof(float));
+  return t;
+}
+
+void Tensor::copy_(const Tensor& src) {
+  SL_ASSERT(src.numel() == numel(), "copy_ " + shape_str(src.shape()) + " into " + shape_str(shape()));
+  std::memmove(data(), src.data(), numel() * sizeof(float));
+}
+
+void Tensor::fill_(float value) {
+  float* p = data();
+  int64_t n = numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+bool Tensor::requires_grad() const { return impl_ && (impl_->requires_grad || impl_->grad_fn); }
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  impl_->requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return impl_->grad; }
+void Tensor::set_grad(const Tensor& grad) { impl_->grad = grad; }
+void Tensor::zero_grad() { impl_->grad = Tensor(); }
+const std::shared_ptr<Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
+void Tensor::set_grad_fn(std::shared_ptr<Node> node) { impl_->grad_fn = std::move(node); }
+
+Tensor Tensor::detach() const { return view(shape()); }
+
+void Tensor::backward() const {
+  SL_ASSERT(numel() == 1, "backward() needs a scalar, got " + shape_str(shape()));
+  run_backward(*this, Tensor::full(shape(), 1.0f));
+}
+
+void Tensor::add_grad_hook(std::function<void(Tensor&)> hook) { impl_->grad_hooks.push_back(std::move(hook)); }
+
+}  // namespace shardlab

@@ -1,0 +1,139 @@
+// Models: parameter names, deterministic initialisation, remat equivalence and savings,
+// KV-cache decoding equal to the full forward, and config validation.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/memory.h"
+#include "framework/nn/transformer.h"
+
+using namespace shardlab;
+using namespace shardlab::nn;
+
+namespace {
+
+std::vector<int32_t> tokens(int64_t n, int64_t vocab, int salt) {
+  std::vector<int32_t> ids(n);
+  for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7 + salt * 13 + i * i) % vocab);
+  return ids;
+}
+
+// Loss and a copy of every gradient after one backward pass.
+std::pair<float, std::vector<std::vector<float>>> loss_and_grads(const ModelConfig& c, int64_t B, int64_t T) {
+  Transformer model(c);
+  initialize(model, 42);
+  auto ids = tokens(B * T, c.vocab, 1), targets = tokens(B * T, c.vocab, 2);
+  Tensor loss = model.loss(ids, targets, B, T);
+  loss.backward();
+  std::vector<std::vector<float>> grads;
+  for (auto& [name, p] : model.named_parameters()) grads.emplace_back(p.grad().span().begin(), p.grad().span().end());
+  return {loss.item(), grads};
+}
+
+}  // namespace
+
+TEST_CASE("parameters have stable hierarchical names") {
+  Transformer gpt(ModelConfig::preset("gpt-tiny"));
+  auto names = gpt.named_parameters();
+  REQUIRE(names.size() == 4 + 2 * 12);
+  CHECK(names[0].first == "wte.weight");
+  CHECK(names[1].first == "norm_f.weight");
+  CHECK(names[4].first == "blocks.0.norm1.weight");
+  CHECK(names[6].first == "blocks.0.attn.wqkv.weight");
+  CHECK(names.back().first == "blocks.1.mlp.fc2.bias");
+  Transformer llama(ModelConfig::preset("llama-tiny"));
+  bool has_head = false;
+  for (auto& [name, p] : llama.named_parameters()) has_head |= name == "lm_head.weight";
+  CHECK(has_head);
+}
+
+TEST_CASE("initialisation depends on seed, name and index only") {
+  Transformer a(ModelConfig::preset("gpt-tiny")), b(ModelConfig::preset("gpt-tiny"));
+  initialize(a, 7);
+  initialize(b, 7);
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    for (int64_t j = 0; j < pa[i].second.numel(); ++j) REQUIRE(pa[i].second.data()[j] == pb[i].second.data()[j]);
+  }
+  // Two same-shaped matrices with different names differ.
+  CHECK(a.blocks[0]->attn.wqkv.weight.data()[0] != a.blocks[1]->attn.wqkv.weight.data()[0]);
+  initialize(b, 8);
+  CHECK(a.wte.weight.data()[3] != b.wte.weight.data()[3]);
+}
+
+TEST_CASE("full remat gives bit-identical gradients and saves activation memory") {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = ModelConfig::preset(preset);
+    c.context = 32;
+    auto [loss0, g0] = loss_and_grads(c, 2, 32);
+    c.remat = Remat::Full;
+    auto [loss1, g1] = loss_and_grads(c, 2, 32);
+    CHECK(loss0 == loss1);
+    REQUIRE(g0.size() == g1.size());
+    for (size_t i = 0; i < g0.size(); ++i) CHECK(g0[i] == g1[i]);
+  }
+  // Peak activation bytes during forward + backward.
+  auto peak_activations = [](Remat r) {
+    ModelConfig c = ModelConfig::preset("gpt-small");
+    c.n_layers = 4;
+    c.remat = r;
+    Transformer model(c);
+    initialize(model, 1);
+    auto ids = tokens(2 * 128, c.vocab, 1);
+    MemoryTracker::reset_peaks();
+    const int64_t base = MemoryTracker::live(MemoryCategory::Activations);
+    model.loss(ids, ids, 2, 128).backward();
+    return MemoryTracker::peak(MemoryCategory::Activations) - base;
+  };
+  const int64_t none = peak_activations(Remat::None), full = peak_activations(Remat::Full);
+  MESSAGE("peak activation bytes: remat none " << none << ", full " << full);
+  CHECK(full < none * 0.6);
+}
+
+TEST_CASE("KV-cache decoding reproduces the full forward") {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = ModelConfig::preset(preset);
+    Transformer model(c);
+    initialize(model, 3);
+    const int64_t B = 2, T = 9;
+    auto ids = tokens(B * T, c.vocab, 5);
+    Tensor full;
+    {
+      NoGradGuard g;
+      full = model.logits(ids, B, T);
+    }
+    KVCache cache(c, B);
+    // Prefill 4 positions at once, then one at a time.
+    auto slice = [&](int64_t t0, int64_t n) {
+      std::vector<int32_t> s;
+      for (int64_t b = 0; b < B; ++b) s.insert(s.end(), ids.begin() + b * T + t0, ids.begin() + b * T + t0 + n);
+      return s;
+    };
+    std::vector<Tensor> steps{model.decode(slice(0, 4), B, 4, cache)};
+    for (int64_t t = 4; t < T; ++t) steps.push_back(model.decode(slice(t, 1), B, 1, cache));
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < T; ++t) {
+        const Tensor& s = t < 4 ? steps[0] : steps[t - 3];
+        const int64_t row = t < 4 ? b * 4 + t : b;
+        for (int64_t v = 0; v < c.vocab; v += 17) {
+          CHECK(s.data()[row * c.vocab + v] == doctest::Approx(full.data()[(b * T + t) * c.vocab + v]).epsilon(1e-4));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bad model configs are user errors naming the values") {
+  ModelConfig c = ModelConfig::preset("gpt-tiny");
+  c.n_heads = 3;
+  CHECK_THROWS_WITH_AS(Transformer{c}, doctest::Contains("--d-model 16 is not divisible by --heads 3"), UserError);
+  c = ModelConfig::preset("gpt-tiny");
+  c.n_layers = 0;
+  CHECK_THROWS_WITH_AS(Transformer{c}, doctest::Contains("--layers must be positive, got 0"), UserError);
+  CHECK_THROWS_WITH_AS(ModelConfig::preset("nope"), doctest::Contains("known presets"), UserError);
+  c = ModelConfig::preset("llama-tiny");
+  c.n_kv_heads = 3;
+  CHECK_THROWS_AS(Transformer{c}, UserError);
+}

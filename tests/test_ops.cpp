@@ -1,0 +1,138 @@
+// Gradient checks for every framework op, plus forward checks against direct formulas.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "framework/memory.h"
+#include "framework/ops.h"
+#include "tests/gradcheck.h"
+
+using namespace shardlab;
+using shardlab::testing::gradcheck;
+using shardlab::testing::random_tensor;
+using V = std::vector<Tensor>;
+
+TEST_CASE("linear forward matches the definition and its gradient checks") {
+  Tensor x = random_tensor({2, 3, 5}, 1), w = random_tensor({4, 5}, 2), b = random_tensor({4}, 3);
+  Tensor y = ops::linear(x, w, b);
+  REQUIRE(y.shape() == Shape{2, 3, 4});
+  for (int r = 0; r < 6; ++r)
+    for (int n = 0; n < 4; ++n) {
+      double s = b.data()[n];
+      for (int k = 0; k < 5; ++k) s += x.data()[r * 5 + k] * w.data()[n * 5 + k];
+      CHECK(y.data()[r * 4 + n] == doctest::Approx(s).epsilon(1e-5));
+    }
+  gradcheck([](V& in) { return ops::linear(in[0], in[1], in[2]); }, {x, w, b});
+  gradcheck([](V& in) { return ops::linear(in[0], in[1]); }, {x, w});
+}
+
+TEST_CASE("batched matmul") {
+  gradcheck([](V& in) { return ops::matmul(in[0], in[1]); }, {random_tensor({2, 3, 4}, 1), random_tensor({2, 4, 5}, 2)});
+  gradcheck([](V& in) { return ops::matmul(in[0], in[1]); }, {random_tensor({3, 4}, 3), random_tensor({4, 2}, 4)});
+}
+
+TEST_CASE("pointwise ops") {
+  Tensor a = random_tensor({3, 4}, 1), b = random_tensor({3, 4}, 2), row = random_tensor({4}, 3);
+  gradcheck([](V& in) { return ops::add(in[0], in[1]); }, {a, b});
+  gradcheck([](V& in) { return ops::add(in[0], in[1]); }, {a, row});
+  gradcheck([](V& in) { return ops::mul(in[0], in[1]); }, {a, b});
+  gradcheck([](V& in) { return ops::mul(in[0], in[1]); }, {a, row});
+  gradcheck([](V& in) { return ops::scale(in[0], -1.5f); }, {a});
+  gradcheck([](V& in) { return ops::gelu(in[0]); }, {a});
+  gradcheck([](V& in) { return ops::silu(in[0]); }, {a});
+  gradcheck([](V& in) { return ops::swiglu(in[0], in[1]); }, {a, b});
+  gradcheck([](V& in) { return ops::mean(in[0]); }, {a});
+  gradcheck([](V& in) { return ops::sum(ops::mul(in[0], in[0])); }, {a});
+  CHECK(ops::gelu(Tensor::full({1}, 1.0f)).item() == doctest::Approx(0.8411920f).epsilon(1e-5));
+}
+
+TEST_CASE("norms") {
+  Tensor x = random_tensor({3, 8}, 1), w = random_tensor({8}, 2), b = random_tensor({8}, 3);
+  gradcheck([](V& in) { return ops::layer_norm(in[0], in[1], in[2]); }, {x, w, b});
+  gradcheck([](V& in) { return ops::rms_norm(in[0], in[1]); }, {x, w});
+  Tensor y = ops::layer_norm(x, Tensor::full({8}, 1.0f), Tensor::zeros({8}));
+  double m = 0, v = 0;
+  for (int j = 0; j < 8; ++j) m += y.data()[j];
+  for (int j = 0; j < 8; ++j) v += y.data()[j] * y.data()[j];
+  CHECK(m / 8 == doctest::Approx(0.0).scale(1.0).epsilon(1e-5));
+  CHECK(v / 8 == doctest::Approx(1.0).epsilon(1e-3));
+}
+
+TEST_CASE("softmax and cross-entropy") {
+  Tensor x = random_tensor({4, 6}, 1);
+  gradcheck([](V& in) { return ops::softmax(in[0]); }, {x});
+  std::vector<int32_t> targets{1, 5, ops::kIgnoreIndex, 0};
+  gradcheck([&](V& in) { return ops::cross_entropy(in[0], targets); }, {x});
+  gradcheck([&](V& in) { return ops::cross_entropy(in[0], targets, 10.0); }, {x});
+  // Uniform logits: loss is ln V.
+  CHECK(ops::cross_entropy(Tensor::zeros({2, 6}), std::vector<int32_t>{0, 3}).item() ==
+        doctest::Approx(std::log(6.0)).epsilon(1e-6));
+}
+
+TEST_CASE("causal attention, multi-head and grouped-query") {
+  for (auto [n, k] : {std::pair{2, 2}, std::pair{4, 2}, std::pair{2, 1}}) {
+    const int H = 4, T = 5, B = 2;
+    Tensor qkv = random_tensor({B, T, (n + 2 * k) * H}, 7);
+    gradcheck([n, k](V& in) { return ops::causal_attention(in[0], n, k); }, {qkv});
+    // Position 0 attends only to itself: its output is its own value vector.
+    Tensor y = ops::causal_attention(qkv, n, k);
+    for (int h = 0; h < n; ++h)
+      for (int j = 0; j < H; ++j)
+        CHECK(y.data()[h * H + j] == doctest::Approx(qkv.data()[(n + k + h / (n / k)) * H + j]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("causal attention ignores the future") {
+  Tensor qkv = random_tensor({1, 6, 3 * 8}, 3);
+  Tensor y1 = ops::causal_attention(qkv, 2, 2);
+  Tensor changed = qkv.clone();
+  for (int j = 0; j < 24; ++j) changed.data()[5 * 24 + j] += 1.0f;  // perturb the last position
+  Tensor y2 = ops::causal_attention(changed, 2, 2);
+  for (int i = 0; i < 5 * 8; ++i) CHECK(y1.data()[i] == y2.data()[i]);
+}
+
+TEST_CASE("embedding and rope") {
+  Tensor w = random_tensor({5, 3}, 1);
+  std::vector<int32_t> ids{0, 4, 4, 2, 1, 0};
+  gradcheck([&](V& in) { return ops::embedding(in[0], ids, 2, 3); }, {w});
+  Tensor qkv = random_tensor({2, 3, 4 * 4}, 2);
+  gradcheck([](V& in) { return ops::rope(in[0], 2, 1, 10000.0f, 3); }, {qkv});
+  Tensor y = ops::rope(qkv, 2, 1);  // position 0 is not rotated
+  for (int j = 0; j < 16; ++j) CHECK(y.data()[j] == qkv.data()[j]);
+}
+
+TEST_CASE("shape ops") {
+  Tensor x = random_tensor({2, 3, 4}, 1);
+  gradcheck([](V& in) { return ops::reshape(in[0], {6, 4}); }, {x});
+  gradcheck([](V& in) { return ops::transpose(in[0], 0, 2); }, {x});
+  gradcheck([](V& in) { return ops::narrow(in[0], 1, 1, 2); }, {x});
+  gradcheck([](V& in) { return ops::narrow(in[0], 0, 1, 1); }, {x});
+  gradcheck([](V& in) { return ops::concat(ops::split(in[0], 2, {1, 3}), 2); }, {x});
+  gradcheck([](V& in) { return ops::concat({in[0], in[1]}, 0); }, {x, random_tensor({1, 3, 4}, 2)});
+  Tensor t = ops::transpose(x, 1, 2);
+  CHECK(t.data()[1 * 12 + 2 * 3 + 1] == x.data()[1 * 12 + 1 * 4 + 2]);
+}
+
+TEST_CASE("gradients of a shared input sum; backward frees the graph") {
+  Tensor a = random_tensor({4}, 1).set_requires_grad(true);
+  Tensor y = ops::sum(ops::add(ops::mul(a, a), a));  // dy/da = 2a + 1
+  y.backward();
+  for (int i = 0; i < 4; ++i) CHECK(a.grad().data()[i] == doctest::Approx(2 * a.data()[i] + 1));
+  CHECK(y.grad_fn()->inputs.empty());
+}
+
+TEST_CASE("no-grad guard records nothing; memory tracker counts storage") {
+  Tensor a = random_tensor({4}, 1).set_requires_grad(true);
+  {
+    NoGradGuard g;
+    CHECK_FALSE(ops::scale(a, 2.0f).requires_grad());
+  }
+  CHECK(ops::scale(a, 2.0f).requires_grad());
+  const int64_t before = MemoryTracker::live(MemoryCategory::Optimizer);
+  {
+    MemoryScope scope(MemoryCategory::Optimizer);
+    Tensor t = Tensor::zeros({1000});
+    CHECK(MemoryTracker::live(MemoryCategory::Optimizer) == before + 4000);
+  }
+  CHECK(MemoryTracker::live(MemoryCategory::Optimizer) == before);
+}
