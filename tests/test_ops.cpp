@@ -82,6 +82,32 @@ TEST_CASE("causal attention, multi-head and grouped-query") {
   }
 }
 
+TEST_CASE("causal attention across several row blocks matches a direct computation") {
+  const int B = 1, T = 150, N = 2, K = 1, H = 2;  // 150 rows: blocks of 64, 64 and 22
+  Tensor qkv = random_tensor({B, T, (N + 2 * K) * H}, 11);
+  gradcheck([](V& in) { return ops::causal_attention(in[0], 2, 1); }, {qkv});
+  Tensor y = ops::causal_attention(qkv, N, K);
+  const int C = (N + 2 * K) * H;
+  for (int t : {0, 63, 64, 100, 149}) {
+    for (int h = 0; h < N; ++h) {
+      std::vector<double> s(t + 1);
+      double m = -1e30, z = 0;
+      for (int j = 0; j <= t; ++j) {
+        s[j] = 0;
+        for (int i = 0; i < H; ++i) s[j] += qkv.data()[t * C + h * H + i] * qkv.data()[j * C + N * H + i];
+        s[j] /= std::sqrt(double(H));
+        m = std::max(m, s[j]);
+      }
+      for (int j = 0; j <= t; ++j) z += std::exp(s[j] - m);
+      for (int i = 0; i < H; ++i) {
+        double o = 0;
+        for (int j = 0; j <= t; ++j) o += std::exp(s[j] - m) / z * qkv.data()[j * C + (N + K) * H + i];
+        CHECK(y.data()[t * N * H + h * H + i] == doctest::Approx(o).epsilon(1e-4));
+      }
+    }
+  }
+}
+
 TEST_CASE("causal attention ignores the future") {
   Tensor qkv = random_tensor({1, 6, 3 * 8}, 3);
   Tensor y1 = ops::causal_attention(qkv, 2, 2);

@@ -4,7 +4,8 @@
 // K value heads (the output of one fused projection). Query head n attends with kv head
 // n / (N / K). Output y[B, T, N * H] is already in the layout the output projection
 // reads, so no transposes are materialised. The [T, T] probabilities are kept for
-// backward (one B x N x T x T buffer); scores beyond the diagonal are never used.
+// backward; they are computed in blocks of query rows so that scores above the diagonal
+// block are never computed (at T = 256 that saves about 40% of the attention FLOPs).
 #pragma once
 
 #include "framework/tensor.h"

@@ -1,0 +1,97 @@
+// bench_train_step: one training step (forward, backward, AdamW) of the PyTorch reference
+// configuration (../shared/bench/torch_gpt_bench.py), timed phase by phase.
+//
+//   OMP_NUM_THREADS=2 build/bench/bench_train_step --threads 2
+//   bench/compare_torch.sh        # this and the PyTorch script side by side, 1 and 2 threads
+//
+// Same model (GPT-2 style, tied embeddings, biases, GELU), same FLOP convention
+// (6 * N_matmul + 12 * L * T * D per token, no causal discount) and same MFU denominator
+// (149.5 GFLOP/s per thread unless --peak-gflops), so the two print comparable lines.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <vector>
+
+#include "examples/support/metrics.h"
+#include "framework/nn/transformer.h"
+#include "framework/peak.h"
+#include "optim/adamw.h"
+
+using namespace shardlab;
+using Clock = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  cxxopts::Options o("bench_train_step", "Time forward / backward / AdamW of the reference GPT config.");
+  o.add_options()("threads", "OpenMP threads", cxxopts::value<int>()->default_value("2"))(
+      "steps", "timed steps", cxxopts::value<int>()->default_value("10"))(
+      "warmup", "untimed steps", cxxopts::value<int>()->default_value("3"))(
+      "batch", "B", cxxopts::value<int64_t>()->default_value("8"))("ctx", "T", cxxopts::value<int64_t>()->default_value("256"))(
+      "d", "D", cxxopts::value<int64_t>()->default_value("256"))("layers", "L", cxxopts::value<int64_t>()->default_value("4"))(
+      "heads", "N", cxxopts::value<int64_t>()->default_value("4"))("vocab", "V", cxxopts::value<int64_t>()->default_value("256"))(
+      "peak-gflops", "FP32 peak for MFU (default 149.5 per thread, as the PyTorch script)",
+      cxxopts::value<double>()->default_value("0"))("h,help", "help");
+  auto a = o.parse(argc, argv);
+  if (a.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
+  const int threads = a["threads"].as<int>();
+  omp_set_num_threads(threads);
+
+  nn::ModelConfig c = nn::ModelConfig::preset("gpt-bench");
+  c.vocab = a["vocab"].as<int64_t>();
+  c.context = a["ctx"].as<int64_t>();
+  c.d_model = a["d"].as<int64_t>();
+  c.n_layers = a["layers"].as<int64_t>();
+  c.n_heads = c.n_kv_heads = a["heads"].as<int64_t>();
+  c.d_ff = 4 * c.d_model;
+  const int64_t B = a["batch"].as<int64_t>(), T = c.context;
+  nn::Transformer model(c);
+  nn::initialize(model, 0);
+  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+
+  std::vector<int32_t> data(B * (T + 1));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>((i * 2654435761u >> 7) % c.vocab);
+  std::vector<int32_t> x, y;
+  for (int64_t b = 0; b < B; ++b) {
+    x.insert(x.end(), data.begin() + b * (T + 1), data.begin() + b * (T + 1) + T);
+    y.insert(y.end(), data.begin() + b * (T + 1) + 1, data.begin() + (b + 1) * (T + 1));
+  }
+
+  const double flops_token = cli::train_flops_per_token(c, T), tokens = static_cast<double>(B * T);
+  const double peak = (a["peak-gflops"].as<double>() > 0 ? a["peak-gflops"].as<double>() : 149.5 * threads) * 1e9;
+  std::vector<double> fwd, bwd, adam, total;
+  float loss_value = 0;
+  for (int s = 0; s < a["warmup"].as<int>() + a["steps"].as<int>(); ++s) {
+    auto t0 = Clock::now();
+    Tensor loss = model.loss(x, y, B, T);
+    auto t1 = Clock::now();
+    opt.zero_grad();
+    loss.backward();
+    auto t2 = Clock::now();
+    opt.step(3e-4f);
+    auto t3 = Clock::now();
+    loss_value = loss.item();
+    if (s < a["warmup"].as<int>()) continue;
+    auto sec = [](auto p, auto q) { return std::chrono::duration<double>(q - p).count(); };
+    fwd.push_back(sec(t0, t1));
+    bwd.push_back(sec(t1, t2));
+    adam.push_back(sec(t2, t3));
+    total.push_back(sec(t0, t3));
+  }
+  auto best = [](std::vector<double> v) { return *std::min_element(v.begin(), v.end()); };
+  auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+  std::printf("shardlab  threads=%d  measured FMA peak %.1f GFLOP/s (MFU below uses %.1f, as the PyTorch script)\n",
+              threads, measure_peak_flops(threads) / 1e9, peak / 1e9);
+  std::printf("config: vocab=%lld ctx=%lld d=%lld layers=%lld heads=%lld batch=%lld fp32  params=%lld  FLOPs/step=%.2f G\n",
+              (long long)c.vocab, (long long)T, (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
+              (long long)B, (long long)model.num_parameters(), flops_token * tokens / 1e9);
+  for (auto [name, t] : {std::pair{"best", best(total)}, std::pair{"median", median(total)}}) {
+    std::printf("%-6s step %8.1f ms  %9.0f tokens/s  %7.2f GFLOP/s  MFU %5.1f%% of %.1f GFLOP/s\n", name, t * 1e3,
+                tokens / t, tokens * flops_token / t / 1e9, 100 * tokens * flops_token / t / peak, peak / 1e9);
+  }
+  std::printf("breakdown (min): forward %.1f ms  backward %.1f ms  AdamW %.1f ms\n", best(fwd) * 1e3, best(bwd) * 1e3,
+              best(adam) * 1e3);
+  std::printf("final loss %.4f\n", loss_value);
+  return 0;
+}

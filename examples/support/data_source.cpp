@@ -1,0 +1,31 @@
+#include "examples/support/data_source.h"
+
+#include "framework/data/token_files.h"
+#include "framework/error.h"
+
+namespace shardlab::cli {
+
+DataSource open_data(const RunConfig& run) {
+  DataSource d;
+  if (run.data == "arithmetic") {
+    d.task.emplace(data::ArithmeticConfig{.digits = run.digits, .seed = run.seed});
+    d.train = d.task->train();
+    d.heldout = d.task->heldout();
+  } else {
+    // The last tenth of a file is held out for evaluation.
+    std::vector<uint16_t> tokens = data::read_token_file(run.data);
+    const size_t cut = tokens.size() - tokens.size() / 10;
+    std::vector<uint16_t> tail(tokens.begin() + static_cast<std::ptrdiff_t>(cut), tokens.end());
+    tokens.resize(cut);
+    d.train = std::make_shared<data::TokenDataset>(std::move(tokens), run.data);
+    d.heldout = std::make_shared<data::TokenDataset>(std::move(tail), run.data + " (held-out tail)");
+  }
+  if (d.train->vocab_size() > run.model.vocab) {
+    throw UserError(d.train->describe() + " has token ids up to " + std::to_string(d.train->vocab_size() - 1) +
+                    " but the model vocabulary is " + std::to_string(run.model.vocab) +
+                    "; pass --vocab " + std::to_string(d.train->vocab_size()) + " or larger");
+  }
+  return d;
+}
+
+}  // namespace shardlab::cli

@@ -1,0 +1,53 @@
+#include "examples/support/metrics.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "framework/error.h"
+
+namespace shardlab::cli {
+
+double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
+  const double D = c.d_model, H = c.head_dim(), F = c.d_ff;
+  const double attn = D * (c.n_heads + 2 * c.n_kv_heads) * H + c.n_heads * H * D;
+  const double mlp = (c.arch == nn::Arch::Gpt ? 2.0 : 3.0) * D * F;
+  const double n_matmul = c.n_layers * (attn + mlp) + D * c.vocab;
+  return 6.0 * n_matmul + 12.0 * c.n_layers * seq_len * D;
+}
+
+MetricsLog::MetricsLog(const std::string& path, bool append) {
+  if (path.empty()) return;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const std::map<std::string, double>& fields) {
+  if (!file_) return;
+  std::fputc('{', file_);
+  bool first = true;
+  for (const auto& [key, value] : fields) {
+    std::fprintf(file_, first ? "\"%s\": " : ", \"%s\": ", key.c_str());
+    if (std::isfinite(value)) std::fprintf(file_, "%.9g", value);
+    else std::fputs("null", file_);
+    first = false;
+  }
+  std::fputs("}\n", file_);
+  std::fflush(file_);
+}
+
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+}  // namespace shardlab::cli

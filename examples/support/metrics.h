@@ -1,0 +1,35 @@
+// What a run reports: the progress line on rank 0 and a JSONL file with one object per step.
+//
+// Every number is measured and labelled: tokens/s from wall-clock step time, MFU as model
+// FLOPs (6N + attention, the convention of the PyTorch reference benchmark) divided by the
+// FMA peak measured on this machine at start-up.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "framework/nn/config.h"
+
+namespace shardlab::cli {
+
+// Training FLOPs per token: 6 * N_matmul + 12 * L * T * D (no causal discount).
+double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len);
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path, bool append);  // "" disables the file
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  // One JSON object per line: {"step": 10, "loss": 2.31, ...}.
+  void write(const std::map<std::string, double>& fields);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+std::string format_duration(double seconds);  // "1m23s"
+
+}  // namespace shardlab::cli

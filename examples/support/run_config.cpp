@@ -1,0 +1,187 @@
+#include "examples/support/run_config.h"
+
+#include <cxxopts.hpp>
+
+#include "framework/error.h"
+
+namespace shardlab::cli {
+namespace {
+
+int64_t get_int(const Attributes& a, const std::string& key, const std::string& path) {
+  auto it = a.find(key);
+  if (it == a.end() || !std::holds_alternative<int64_t>(it->second)) {
+    throw UserError("checkpoint " + path + " has no integer config attribute '" + key +
+                    "'; it was not written by shardlab train_gpt");
+  }
+  return std::get<int64_t>(it->second);
+}
+
+}  // namespace
+
+RunConfig parse_run_config(int argc, const char* const* argv) {
+  RunConfig r;
+  cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");
+  o.add_options("model")
+      ("model", "preset: gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny", cxxopts::value<std::string>()->default_value("gpt-small"))
+      ("arch", "gpt or llama (overrides the preset)", cxxopts::value<std::string>())
+      ("vocab", "vocabulary size V", cxxopts::value<int64_t>())
+      ("context", "context length T", cxxopts::value<int64_t>())
+      ("d-model", "model width D", cxxopts::value<int64_t>())
+      ("layers", "number of blocks L", cxxopts::value<int64_t>())
+      ("heads", "attention heads N", cxxopts::value<int64_t>())
+      ("kv-heads", "key/value heads K (LLaMA GQA)", cxxopts::value<int64_t>())
+      ("d-ff", "MLP hidden width F", cxxopts::value<int64_t>())
+      ("remat", "rematerialisation per block: none or full", cxxopts::value<std::string>()->default_value("none"));
+  o.add_options("data")
+      ("data", "'arithmetic' (embedded) or a path to a text file or llm.c .bin token shard", cxxopts::value<std::string>()->default_value(r.data))
+      ("digits", "operand digits of the arithmetic task", cxxopts::value<int>()->default_value(std::to_string(r.digits)));
+  o.add_options("optimisation")
+      ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
+      ("seq-len", "tokens per sequence (default: the model context)", cxxopts::value<int64_t>()->default_value("0"))
+      ("steps", "optimizer steps", cxxopts::value<int64_t>()->default_value(std::to_string(r.steps)))
+      ("grad-accum", "microbatches per step (no sync until the last)", cxxopts::value<int>()->default_value("1"))
+      ("optimizer", "adamw or sgd", cxxopts::value<std::string>()->default_value(r.optimizer))
+      ("lr", "peak learning rate", cxxopts::value<double>()->default_value(std::to_string(r.lr)))
+      ("min-lr", "final learning rate of the cosine decay", cxxopts::value<double>()->default_value(std::to_string(r.min_lr)))
+      ("warmup", "linear warmup steps (default: a tenth of --steps)", cxxopts::value<int64_t>()->default_value("-1"))
+      ("weight-decay", "AdamW decoupled weight decay", cxxopts::value<double>()->default_value("0.1"))
+      ("momentum", "SGD momentum", cxxopts::value<double>()->default_value("0.9"))
+      ("grad-clip", "global gradient-norm clip (0: off)", cxxopts::value<double>()->default_value("1.0"))
+      ("seed", "seed of initial weights and data", cxxopts::value<uint64_t>()->default_value(std::to_string(r.seed)));
+  o.add_options("run")
+      ("eval-every", "steps between evaluations (0: only at the end)", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_every)))
+      ("eval-batches", "held-out batches per evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_batches)))
+      ("eval-problems", "arithmetic problems scored per evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_problems)))
+      ("log-every", "steps between progress lines", cxxopts::value<int64_t>()->default_value(std::to_string(r.log_every)))
+      ("metrics", "JSONL file, one object per step ('' to disable)", cxxopts::value<std::string>()->default_value(r.metrics))
+      ("ckpt-dir", "directory for checkpoints", cxxopts::value<std::string>()->default_value(r.ckpt_dir))
+      ("ckpt-every", "steps between checkpoints (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
+      ("resume", "checkpoint file to continue from", cxxopts::value<std::string>()->default_value(""))
+      ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
+      ("h,help", "print this help");
+  o.add_options("parallel")
+      ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2", cxxopts::value<std::string>()->default_value(r.mesh))
+      ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
+      ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"));
+
+  cxxopts::ParseResult p;
+  try {
+    p = o.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UserError("bad command line: " + std::string(e.what()) + "; run with --help for the list of flags");
+  }
+  if (p.count("help")) {
+    r.help = true;
+    r.help_text = o.help();
+    return r;
+  }
+  if (!p.unmatched().empty()) {
+    throw UserError("unexpected argument '" + p.unmatched().front() + "'; flags start with --, see --help");
+  }
+  r.model = nn::ModelConfig::preset(p["model"].as<std::string>());
+  if (p.count("arch")) {
+    r.model.arch = nn::parse_arch(p["arch"].as<std::string>());
+    if (r.model.arch == nn::Arch::Gpt) r.model.n_kv_heads = r.model.n_heads;
+  }
+  auto set = [&p](const char* flag, int64_t& field) {
+    if (p.count(flag)) field = p[flag].as<int64_t>();
+  };
+  set("vocab", r.model.vocab);
+  set("context", r.model.context);
+  set("d-model", r.model.d_model);
+  set("layers", r.model.n_layers);
+  set("heads", r.model.n_heads);
+  if (p.count("heads") && !p.count("kv-heads") && r.model.arch == nn::Arch::Gpt) r.model.n_kv_heads = r.model.n_heads;
+  set("kv-heads", r.model.n_kv_heads);
+  set("d-ff", r.model.d_ff);
+  r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
+  r.data = p["data"].as<std::string>();
+  r.digits = p["digits"].as<int>();
+  r.batch = p["batch"].as<int64_t>();
+  r.seq_len = p["seq-len"].as<int64_t>();
+  r.steps = p["steps"].as<int64_t>();
+  r.grad_accum = p["grad-accum"].as<int>();
+  r.optimizer = p["optimizer"].as<std::string>();
+  r.lr = p["lr"].as<double>();
+  r.min_lr = p["min-lr"].as<double>();
+  r.warmup = p["warmup"].as<int64_t>();
+  r.weight_decay = p["weight-decay"].as<double>();
+  r.momentum = p["momentum"].as<double>();
+  r.grad_clip = p["grad-clip"].as<double>();
+  r.seed = p["seed"].as<uint64_t>();
+  r.eval_every = p["eval-every"].as<int64_t>();
+  r.eval_batches = p["eval-batches"].as<int64_t>();
+  r.eval_problems = p["eval-problems"].as<int64_t>();
+  r.log_every = p["log-every"].as<int64_t>();
+  r.metrics = p["metrics"].as<std::string>();
+  r.ckpt_dir = p["ckpt-dir"].as<std::string>();
+  r.ckpt_every = p["ckpt-every"].as<int64_t>();
+  r.resume = p["resume"].as<std::string>();
+  r.threads = p["threads"].as<int>();
+  r.mesh = p["mesh"].as<std::string>();
+  r.zero = p["zero"].as<int>();
+  r.bucket_mb = p["bucket-mb"].as<double>();
+  r.validate();
+  return r;
+}
+
+void RunConfig::validate() const {
+  model.validate();
+  auto positive = [](const char* flag, int64_t v) {
+    if (v <= 0) throw UserError(std::string(flag) + " must be positive, got " + std::to_string(v));
+  };
+  positive("--batch", batch);
+  positive("--steps", steps);
+  positive("--grad-accum", grad_accum);
+  positive("--log-every", log_every);
+  if (seq_len < 0 || sequence_length() > model.context) {
+    throw UserError("--seq-len " + std::to_string(seq_len) + " must be between 1 and the model context " +
+                    std::to_string(model.context));
+  }
+  if (batch % grad_accum != 0) {
+    throw UserError("--batch " + std::to_string(batch) + " is not divisible by --grad-accum " +
+                    std::to_string(grad_accum) + "; microbatches must be equal");
+  }
+  if (optimizer != "adamw" && optimizer != "sgd") {
+    throw UserError("unknown --optimizer '" + optimizer + "'; use adamw or sgd");
+  }
+  if (lr <= 0 || min_lr < 0 || min_lr > lr) {
+    throw UserError("learning rates must satisfy 0 <= --min-lr <= --lr and --lr > 0, got --lr " +
+                    std::to_string(lr) + " --min-lr " + std::to_string(min_lr));
+  }
+  if (warmup < -1 || warmup > steps) {
+    throw UserError("--warmup " + std::to_string(warmup) + " must be between 0 and --steps " + std::to_string(steps));
+  }
+  if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
+  if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
+  if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");
+  if (threads < 0) throw UserError("--threads must not be negative, got " + std::to_string(threads));
+}
+
+Attributes RunConfig::to_attributes() const {
+  return {{"arch", nn::arch_name(model.arch)}, {"vocab", model.vocab},   {"context", model.context},
+          {"d_model", model.d_model},          {"n_layers", model.n_layers}, {"n_heads", model.n_heads},
+          {"n_kv_heads", model.n_kv_heads},    {"d_ff", model.d_ff},     {"data", data},
+          {"digits", int64_t{digits}},         {"batch", batch},         {"seq_len", sequence_length()},
+          {"optimizer", optimizer},            {"lr", lr},               {"steps", steps}};
+}
+
+nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {
+  nn::ModelConfig c;
+  auto it = a.find("arch");
+  if (it == a.end() || !std::holds_alternative<std::string>(it->second)) {
+    throw UserError("checkpoint " + path + " has no model config; it was not written by shardlab train_gpt");
+  }
+  c.arch = nn::parse_arch(std::get<std::string>(it->second));
+  c.vocab = get_int(a, "vocab", path);
+  c.context = get_int(a, "context", path);
+  c.d_model = get_int(a, "d_model", path);
+  c.n_layers = get_int(a, "n_layers", path);
+  c.n_heads = get_int(a, "n_heads", path);
+  c.n_kv_heads = get_int(a, "n_kv_heads", path);
+  c.d_ff = get_int(a, "d_ff", path);
+  c.validate();
+  return c;
+}
+
+}  // namespace shardlab::cli

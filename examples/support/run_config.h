@@ -1,0 +1,60 @@
+// RunConfig: everything a training run is told on the command line, parsed and validated.
+//
+// Parsing is pure (no MPI, no I/O beyond reading flags), so every rank of a job parses the
+// same argv to the same config and validates it identically before the first collective.
+//
+//   RunConfig run = parse_run_config(argc, argv);   // UserError on bad flags/values
+//   if (run.help) { std::cout << run.help_text; return 0; }
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "framework/checkpoint.h"
+#include "framework/nn/config.h"
+
+namespace shardlab::cli {
+
+struct RunConfig {
+  nn::ModelConfig model;
+  // data
+  std::string data = "arithmetic";  // "arithmetic" or a path to a text file / llm.c .bin shard
+  int digits = 2;
+  // optimisation
+  int64_t batch = 16;       // global batch, in sequences
+  int64_t seq_len = 0;      // 0: the model context
+  int64_t steps = 300;
+  int grad_accum = 1;       // microbatches per step
+  std::string optimizer = "adamw";
+  double lr = 3e-3, min_lr = 3e-4;
+  int64_t warmup = -1;     // -1: a tenth of the steps
+  double weight_decay = 0.1, momentum = 0.9, grad_clip = 1.0;
+  uint64_t seed = 1234;
+  // evaluation, logging, checkpoints
+  int64_t eval_every = 100, eval_batches = 4, eval_problems = 100;
+  int64_t log_every = 10;
+  std::string metrics = "runs/metrics.jsonl";
+  std::string ckpt_dir = "runs";
+  int64_t ckpt_every = 0;   // 0: only at the end
+  std::string resume;       // a checkpoint path to continue from
+  int threads = 0;          // OpenMP threads per rank, 0: runtime default
+  // parallel layout (used from issue 5 on)
+  std::string mesh = "data=1";
+  int zero = 0;
+  double bucket_mb = 4.0;
+
+  bool help = false;
+  std::string help_text;
+
+  int64_t sequence_length() const { return seq_len > 0 ? seq_len : model.context; }
+  int64_t warmup_steps() const { return warmup >= 0 ? warmup : steps / 10; }
+  void validate() const;         // UserError naming the values and the fix
+  Attributes to_attributes() const;  // what a checkpoint stores as its config
+};
+
+RunConfig parse_run_config(int argc, const char* const* argv);
+
+// Rebuilds the model config a checkpoint was written with; UserError if it lacks one.
+nn::ModelConfig model_config_from(const Attributes& attributes, const std::string& path);
+
+}  // namespace shardlab::cli

@@ -1,0 +1,103 @@
+#include "framework/data/token_files.h"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "framework/error.h"
+
+namespace shardlab::data {
+namespace {
+
+std::ifstream open_for_reading(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UserError(std::string("cannot open ") + what + " '" + path + "': " + std::strerror(errno) +
+                    "; check the path (relative paths start from the working directory)");
+  }
+  return in;
+}
+
+int64_t file_size(std::ifstream& in) {
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  return size;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<uint16_t> read_text_bytes(const std::string& path) {
+  std::ifstream in = open_for_reading(path, "text file");
+  std::vector<char> bytes(file_size(in));
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+    throw UserError("could not read text file '" + path + "'; check that it is a readable regular file");
+  }
+  return std::vector<uint16_t>(reinterpret_cast<const unsigned char*>(bytes.data()),
+                               reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size());
+}
+
+std::vector<uint16_t> read_shard(const std::string& path) {
+  std::ifstream in = open_for_reading(path, "token shard");
+  const int64_t size = file_size(in);
+  const std::string fix = "; it is not an llm.c token shard (write one with data::write_shard or llm.c's "
+                          "dev/data scripts), or pass a text file whose name does not end in .bin";
+  std::array<int32_t, kShardHeaderInts> header{};
+  if (size < static_cast<int64_t>(sizeof header)) {
+    throw UserError("token shard '" + path + "' has " + std::to_string(size) + " bytes, less than its " +
+                    std::to_string(sizeof header) + "-byte header" + fix);
+  }
+  in.read(reinterpret_cast<char*>(header.data()), sizeof header);
+  if (header[0] != kShardMagic) {
+    throw UserError("token shard '" + path + "' has magic " + std::to_string(header[0]) + ", expected " +
+                    std::to_string(kShardMagic) + fix);
+  }
+  if (header[1] != kShardVersion) {
+    throw UserError("token shard '" + path + "' has version " + std::to_string(header[1]) +
+                    ", but only version " + std::to_string(kShardVersion) +
+                    " (uint16 tokens) is supported; re-export it with llm.c's version-1 writer");
+  }
+  const int64_t count = header[2];
+  const int64_t expected = static_cast<int64_t>(sizeof header) + count * static_cast<int64_t>(sizeof(uint16_t));
+  if (count < 0 || size != expected) {
+    throw UserError("token shard '" + path + "' header says " + std::to_string(count) + " tokens (" +
+                    std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
+                    " bytes; the file is truncated or corrupt: copy or export it again");
+  }
+  std::vector<uint16_t> tokens(count);
+  if (!in.read(reinterpret_cast<char*>(tokens.data()), count * static_cast<std::streamsize>(sizeof(uint16_t)))) {
+    throw UserError("could not read the tokens of shard '" + path + "'; check that it is a readable regular file");
+  }
+  return tokens;
+}
+
+void write_shard(const std::string& path, std::span<const uint16_t> tokens) {
+  if (tokens.size() > static_cast<size_t>(INT32_MAX)) {
+    throw UserError("cannot write " + std::to_string(tokens.size()) + " tokens into shard '" + path +
+                    "': the header's int32 count holds at most 2^31-1; split them over several shards");
+  }
+  std::array<int32_t, kShardHeaderInts> header{};
+  header[0] = kShardMagic;
+  header[1] = kShardVersion;
+  header[2] = static_cast<int32_t>(tokens.size());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(header.data()), sizeof header);
+  out.write(reinterpret_cast<const char*>(tokens.data()),
+            static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+  out.close();
+  if (!out) {
+    throw UserError("could not write token shard '" + path + "': " + std::strerror(errno) +
+                    "; check that the directory exists and is writable");
+  }
+}
+
+std::vector<uint16_t> read_token_file(const std::string& path) {
+  return ends_with(path, ".bin") ? read_shard(path) : read_text_bytes(path);
+}
+
+}  // namespace shardlab::data

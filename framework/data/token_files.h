@@ -1,0 +1,33 @@
+// Token files on disk: byte-level text and llm.c token shards.
+//
+// Text: any file; every byte is one token (vocabulary 256).
+// llm.c shard (as written by llm.c's dev/data scripts): a header of 256 little-endian
+// int32 -- [0] magic 20240520, [1] version 1, [2] token count N, the rest zero -- then
+// N uint16 tokens. See docs/data.md.
+//
+// Every reader throws UserError naming the path, what it found and the fix when the
+// file is missing, unreadable, too short or has a bad header.
+//
+//   data::write_shard("tiny.bin", {1, 2, 3});
+//   std::vector<uint16_t> tokens = data::read_token_file("tiny.bin");   // shard, by extension
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace shardlab::data {
+
+constexpr int32_t kShardMagic = 20240520;
+constexpr int32_t kShardVersion = 1;
+constexpr int kShardHeaderInts = 256;
+
+std::vector<uint16_t> read_text_bytes(const std::string& path);
+std::vector<uint16_t> read_shard(const std::string& path);
+void write_shard(const std::string& path, std::span<const uint16_t> tokens);
+
+// read_shard for paths ending in ".bin", read_text_bytes for anything else.
+std::vector<uint16_t> read_token_file(const std::string& path);
+
+}  // namespace shardlab::data

@@ -1,0 +1,258 @@
+// HDF5 checkpoints: bit-exact round trips, pieces and hyperslabs, atomic commit, and a
+// UserError (never a crash) for every kind of bad file.
+#include <doctest/doctest.h>
+#include <hdf5.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "framework/checkpoint.h"
+#include "framework/error.h"
+#include "framework/slab.h"
+#include "tests/temp_dir.h"
+
+using namespace shardlab;
+
+namespace {
+
+// Distinct, non-round values (exact bits matter), including a negative zero and a denormal.
+std::vector<float> pattern(int64_t n, float salt) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = salt + static_cast<float>(i) * 1.0009765625f + 1.0f / (3.0f + i);
+  if (n > 2) v[1] = -0.0f, v[2] = 1e-40f;
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+template <typename F>
+std::string user_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  FAIL("expected a UserError");
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const Shape kBig = {300, 257};  // several chunks
+const Shape kSmall = {4, 5, 3};
+
+void write_reference(const std::string& path, float salt) {
+  CheckpointWriter w(path);
+  w.write("params/big", kBig, pattern(numel_of(kBig), salt));
+  w.write("params/blocks.0.small", kSmall, pattern(numel_of(kSmall), salt));
+  w.write("optim/m/blocks.0.small", kSmall, pattern(numel_of(kSmall), -salt));
+  w.write("scalar", {}, std::vector<float>{salt});
+  w.set_attribute("step", int64_t{123});
+  w.set_attribute("loss", 2.5);
+  w.set_attribute("note", std::string("héllo"));
+  w.set_config({{"model", std::string("gpt2")}, {"n_layer", int64_t{4}}, {"lr", 3e-4}});
+  w.commit();
+}
+
+std::vector<float> read_all(const CheckpointReader& r, const std::string& name, const Shape& shape) {
+  std::vector<float> out(numel_of(shape));
+  r.read(name, shape, out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("flat ranges split into boxes in element order") {
+  auto boxes = flat_range_boxes({4, 5}, 3, 13);
+  REQUIRE(boxes.size() == 3);
+  CHECK(boxes[0].offset == Shape{0, 3});
+  CHECK(boxes[0].count == Shape{1, 2});
+  CHECK(boxes[1].offset == Shape{1, 0});
+  CHECK(boxes[1].count == Shape{1, 5});
+  CHECK(boxes[2].offset == Shape{2, 0});
+  CHECK(boxes[2].count == Shape{1, 3});
+  CHECK(flat_range_boxes({4, 5}, 5, 15).size() == 1);  // whole rows
+  CHECK(flat_range_boxes({4, 5}, 7, 7).empty());
+  CHECK(flat_range_boxes({}, 0, 1).size() == 1);
+
+  const Shape shape = {3, 4, 5};  // every range: boxes cover it exactly, in order
+  for (int64_t begin = 0; begin <= 60; begin += 7) {
+    for (int64_t end = begin; end <= 60; end += 11) {
+      int64_t next = begin;
+      for (const Box& box : flat_range_boxes(shape, begin, end)) {
+        CHECK(box_inside(shape, box));
+        CHECK((box.offset[0] * 4 + box.offset[1]) * 5 + box.offset[2] == next);
+        next += numel_of(box.count);
+      }
+      CHECK(next == end);
+    }
+  }
+}
+
+TEST_CASE("checkpoint round trip is bit exact, with attributes and config") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.h5");
+  write_reference(path, 0.5f);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  CheckpointReader r(path);
+  CHECK(r.tensor_names() ==
+        std::vector<std::string>{"optim/m/blocks.0.small", "params/big", "params/blocks.0.small", "scalar"});
+  CHECK(r.shape("params/big") == kBig);
+  CHECK(r.shape("scalar") == Shape{});
+  CHECK(same_bits(read_all(r, "params/big", kBig), pattern(numel_of(kBig), 0.5f)));
+  CHECK(same_bits(read_all(r, "optim/m/blocks.0.small", kSmall), pattern(numel_of(kSmall), -0.5f)));
+  CHECK(read_all(r, "scalar", {}) == std::vector<float>{0.5f});
+  CHECK(r.int_attribute("step") == 123);
+  CHECK(r.float_attribute("loss") == 2.5);
+  CHECK(r.string_attribute("note") == "héllo");
+  const Attributes config = r.config();
+  CHECK(config.size() == 3);
+  CHECK(std::get<std::string>(config.at("model")) == "gpt2");
+  CHECK(std::get<int64_t>(config.at("n_layer")) == 4);
+  CHECK(std::get<double>(config.at("lr")) == 3e-4);
+}
+
+TEST_CASE("tensors written in pieces equal tensors written whole; hyperslab reads") {
+  TempDir dir;
+  const std::string path = dir.file("pieces.h5");
+  const std::vector<float> big = pattern(numel_of(kBig), 1.0f), small = pattern(numel_of(kSmall), 2.0f);
+  {
+    CheckpointWriter w(path);
+    for (int64_t row = 0; row < 300; row += 100) {  // row ranges, as a row-sharded rank would
+      w.write_slab("params/big", kBig, {row, 0}, {100, 257},
+                   std::span<const float>(big).subspan(row * 257, 100 * 257));
+    }
+    const int64_t cuts[] = {0, 7, 29, 30, 60};  // flat ranges across row boundaries, as ZeRO shards
+    for (int i = 0; i + 1 < 5; ++i) {
+      w.write_range("params/small", kSmall, cuts[i],
+                    std::span<const float>(small).subspan(cuts[i], cuts[i + 1] - cuts[i]));
+    }
+    w.commit();
+  }
+  CheckpointReader r(path);
+  CHECK(same_bits(read_all(r, "params/big", kBig), big));
+  CHECK(same_bits(read_all(r, "params/small", kSmall), small));
+
+  std::vector<float> columns(300 * 57);  // a column block, as a tensor-parallel rank reads
+  r.read_slab("params/big", kBig, {0, 200}, {300, 57}, columns);
+  for (int64_t i = 0; i < 300; ++i) {
+    for (int64_t j = 0; j < 57; ++j) REQUIRE(columns[i * 57 + j] == big[i * 257 + 200 + j]);
+  }
+  std::vector<float> range(41);
+  r.read_range("params/small", kSmall, 13, range);
+  CHECK(same_bits(range, std::vector<float>(small.begin() + 13, small.begin() + 54)));
+}
+
+TEST_CASE("an uncommitted or killed write leaves the previous checkpoint intact") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.h5");
+  write_reference(path, 0.5f);
+  {
+    CheckpointWriter w(path);  // aborted: destroyed without commit
+    w.write("params/big", kBig, pattern(numel_of(kBig), 9.0f));
+    w.set_attribute("step", int64_t{999});
+    CHECK(std::filesystem::exists(path + ".tmp"));
+  }
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  // A killed process leaves a half-written temporary file behind.
+  std::ofstream(path + ".tmp", std::ios::binary) << "\x89HDF\r\n\x1a\n half a checkpoint";
+  {
+    CheckpointReader r(path);
+    CHECK(r.int_attribute("step") == 123);
+    CHECK(same_bits(read_all(r, "params/big", kBig), pattern(numel_of(kBig), 0.5f)));
+  }
+  write_reference(path, 0.75f);  // the next write replaces both
+  CheckpointReader r(path);
+  CHECK(same_bits(read_all(r, "params/big", kBig), pattern(numel_of(kBig), 0.75f)));
+}
+
+TEST_CASE("corrupt, truncated and foreign files raise a UserError naming the file") {
+  TempDir dir;
+  const std::string good = dir.file("good.h5");
+  write_reference(good, 0.5f);
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+  const std::string truncated = dir.file("truncated.h5");
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::string msg = user_error_of([&] { CheckpointReader r(truncated); });
+  CHECK(contains(msg, truncated));
+  CHECK(contains(msg, "earlier checkpoint"));
+
+  const std::string garbage = dir.file("garbage.h5");
+  std::ofstream(garbage, std::ios::binary) << "this is not an HDF5 file at all";
+  CHECK(contains(user_error_of([&] { CheckpointReader r(garbage); }), "not an HDF5 file"));
+
+  const std::string missing = dir.file("missing.h5");
+  CHECK(contains(user_error_of([&] { CheckpointReader r(missing); }), missing + "' does not exist"));
+
+  // Flip one byte inside the stored data of params/big: its checksum catches it on read.
+  const std::vector<float> values = pattern(numel_of(kBig), 0.5f);
+  const std::string needle(reinterpret_cast<const char*>(&values[40000]), 64);
+  const size_t at = bytes.find(needle);
+  REQUIRE(at != std::string::npos);
+  std::string damaged = bytes;
+  damaged[at + 10] ^= 0x55;
+  const std::string flipped = dir.file("flipped.h5");
+  std::ofstream(flipped, std::ios::binary) << damaged;
+  CheckpointReader r(flipped);
+  msg = user_error_of([&] { read_all(r, "params/big", kBig); });
+  CHECK(contains(msg, flipped));
+  CHECK(contains(msg, "params/big"));
+  CHECK(same_bits(read_all(r, "params/blocks.0.small", kSmall), pattern(numel_of(kSmall), 0.5f)));
+
+  const std::string foreign = dir.file("foreign.h5");
+  H5Fclose(H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  CHECK(contains(user_error_of([&] { CheckpointReader r(foreign); }), "not a shardlab checkpoint"));
+}
+
+TEST_CASE("a checkpoint that does not match the model raises a UserError naming tensor and shapes") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.h5");
+  write_reference(path, 0.5f);
+  CheckpointReader r(path);
+  std::vector<float> out(300 * 256);
+  std::string msg = user_error_of([&] { r.read("params/big", {300, 256}, out); });
+  CHECK(contains(msg, path));
+  CHECK(contains(msg, "'params/big' has shape [300, 257] but the model expects [300, 256]"));
+  msg = user_error_of([&] { r.read("params/blocks.1.small", kSmall, out); });
+  CHECK(contains(msg, "no tensor 'params/blocks.1.small'"));
+  CHECK(contains(user_error_of([&] { r.int_attribute("data_position"); }), "no attribute 'data_position'"));
+  CHECK(contains(user_error_of([&] { r.int_attribute("note"); }), "'note' is not an integer"));
+}
+
+TEST_CASE("any damaged byte gives a UserError or the exact stored values, never a crash") {
+  TempDir dir;
+  const std::string good = dir.file("good.h5");
+  const std::vector<float> values = pattern(1000, 0.25f);
+  {
+    CheckpointWriter w(good);
+    w.write("params/x", {10, 100}, values);
+    w.set_attribute("step", int64_t{3});
+    w.set_config({{"model", std::string("gpt2")}});
+    w.commit();
+  }
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string damaged_path = dir.file("damaged.h5");
+  int refused = 0;
+  for (size_t at = 0; at < bytes.size(); at += 17) {
+    std::string damaged = bytes;
+    damaged[at] ^= 0xff;
+    std::ofstream(damaged_path, std::ios::binary | std::ios::trunc) << damaged;
+    try {
+      CheckpointReader r(damaged_path);
+      const bool intact = same_bits(read_all(r, "params/x", {10, 100}), values) && r.int_attribute("step") == 3 &&
+                          r.config().size() == 1;
+      CHECK_MESSAGE(intact, "byte " << at << " changed what the checkpoint reads without an error");
+    } catch (const UserError&) {
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+}
