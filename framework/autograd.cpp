@@ -63,22 +63,57 @@ void accumulate_grad(Tensor& target, const Tensor& delta) {
   for (auto& hook : target.impl()->grad_hooks) hook(target);
 }
 
+namespace {
+
+bool is_leaf(const Tensor& t) { return t.defined() && !t.grad_fn() && t.requires_grad(); }
+
+// Adds `grad` to a running sum. Gradients may alias each other (add returns one tensor for
+// both inputs), so a merge writes into a fresh tensor rather than in place.
+void merge_into(Tensor& sum, const Tensor& grad) {
+  if (!sum.defined()) {
+    sum = grad;
+    return;
+  }
+  Tensor fresh = sum.clone();
+  add_into(fresh, grad);
+  sum = fresh;
+}
+
+// A leaf's contributions within one backward pass: summed first, then accumulated into
+// .grad once, when the last edge into it has been processed -- so grad hooks fire exactly
+// once per leaf per pass, even for a weight used twice (tied embeddings).
+struct LeafSlot {
+  Tensor leaf;
+  Tensor sum;
+  int expected = 0;
+  int arrived = 0;
+};
+
+}  // namespace
+
 void run_backward(const Tensor& root, const Tensor& seed) {
   if (!root.requires_grad()) return;
-  // Reverse topological order of the nodes reachable from root (iterative DFS). `order`
-  // owns the nodes: clearing a node's inputs below would otherwise free its children.
-  std::vector<std::shared_ptr<Node>> order;
-  std::unordered_set<Node*> seen;
-  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
-  if (root.grad_fn()) {
-    stack.push_back({root.grad_fn(), 0});
-    seen.insert(root.grad_fn().get());
+  if (!root.grad_fn()) {  // root is itself a leaf
+    Tensor r = root;
+    accumulate_grad(r, seed);
+    return;
   }
+  // Reverse topological order of the nodes reachable from root (iterative DFS), counting
+  // the edges into each leaf. `order` owns the nodes: clearing a node's inputs below would
+  // otherwise free its children.
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> seen{root.grad_fn().get()};
+  std::unordered_map<TensorImpl*, LeafSlot> leaves;
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root.grad_fn(), 0}};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
       const Tensor& input = node->inputs[next++];
-      if (input.defined() && input.grad_fn() && seen.insert(input.grad_fn().get()).second) {
+      if (is_leaf(input)) {
+        LeafSlot& slot = leaves[input.impl()];
+        slot.leaf = input;
+        ++slot.expected;
+      } else if (input.defined() && input.grad_fn() && seen.insert(input.grad_fn().get()).second) {
         stack.push_back({input.grad_fn(), 0});
       }
     } else {
@@ -87,17 +122,26 @@ void run_backward(const Tensor& root, const Tensor& seed) {
     }
   }
 
-  if (!root.grad_fn()) {  // root is itself a leaf
-    Tensor r = root;
-    accumulate_grad(r, seed);
-    return;
-  }
+  auto arrive = [&leaves](const Tensor& input, const Tensor* grad) {
+    LeafSlot& slot = leaves.at(input.impl());
+    if (grad && grad->defined()) merge_into(slot.sum, *grad);
+    if (++slot.arrived == slot.expected && slot.sum.defined()) {
+      accumulate_grad(slot.leaf, slot.sum);
+      slot.sum = Tensor();
+    }
+  };
+
   std::unordered_map<Node*, Tensor> pending;
   pending[root.grad_fn().get()] = seed;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = it->get();
     auto found = pending.find(node);
-    if (found == pending.end()) continue;
+    if (found == pending.end()) {  // no gradient reached this node: its leaf edges arrive empty
+      for (const Tensor& input : node->inputs) {
+        if (is_leaf(input)) arrive(input, nullptr);
+      }
+      continue;
+    }
     Tensor grad_out = std::move(found->second);
     pending.erase(found);
     std::vector<Tensor> grads = node->backward(grad_out);
@@ -105,21 +149,11 @@ void run_backward(const Tensor& root, const Tensor& seed) {
                                                        std::to_string(grads.size()) + " gradients for " +
                                                        std::to_string(node->inputs.size()) + " inputs");
     for (size_t i = 0; i < grads.size(); ++i) {
-      Tensor& input = node->inputs[i];
-      if (!grads[i].defined() || !input.defined() || !input.requires_grad()) continue;
-      if (Node* child = input.grad_fn().get()) {
-        auto [slot, inserted] = pending.try_emplace(child, Tensor());
-        if (inserted || !slot->second.defined()) {
-          slot->second = grads[i];
-        } else {
-          // Gradients may alias each other (add returns one tensor for both inputs),
-          // so a merge writes into a fresh tensor rather than in place.
-          Tensor sum = slot->second.clone();
-          add_into(sum, grads[i]);
-          slot->second = sum;
-        }
-      } else {
-        accumulate_grad(input, grads[i]);
+      const Tensor& input = node->inputs[i];
+      if (is_leaf(input)) {
+        arrive(input, &grads[i]);
+      } else if (grads[i].defined() && input.defined() && input.grad_fn()) {
+        merge_into(pending[input.grad_fn().get()], grads[i]);
       }
     }
     // Free the graph behind us: activations saved by this node die here.

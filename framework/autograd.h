@@ -12,8 +12,10 @@
 //   });
 //
 // backward() walks the graph once in reverse topological order, sums gradients that
-// meet at a tensor, accumulates into leaves' .grad (then runs their grad hooks), and
-// frees the graph as it goes so activations are released early.
+// meet at a tensor, and frees the graph as it goes so activations are released early.
+// A leaf's contributions are summed first and accumulated into its .grad once, when its
+// last edge is done; then its grad hooks run -- exactly once per leaf per backward pass,
+// which is what gradient bucketing (DP) and per-block sharding (FSDP) count on.
 #pragma once
 
 #include <functional>

@@ -153,6 +153,19 @@ void Tensor::backward() const {
   run_backward(*this, Tensor::full(shape(), 1.0f));
 }
 
+bool Tensor::has_storage() const { return impl_->storage != nullptr; }
+
+void Tensor::release_storage() {
+  impl_->storage.reset();
+  impl_->offset = 0;
+}
+
+void Tensor::share_storage(const std::shared_ptr<Storage>& storage, int64_t offset) {
+  SL_ASSERT(offset >= 0 && offset + numel() <= storage->numel(), "share_storage: view out of range");
+  impl_->storage = storage;
+  impl_->offset = offset;
+}
+
 void Tensor::add_grad_hook(std::function<void(Tensor&)> hook) { impl_->grad_hooks.push_back(std::move(hook)); }
 
 }  // namespace shardlab

@@ -83,7 +83,16 @@ class Tensor {
   Tensor detach() const;               // same storage, no history
   void backward() const;               // this must be a scalar; seeds with 1
 
-  // Called after a gradient is accumulated into this leaf (DP reducers hook here).
+  // Sharded parameters (FSDP) keep their TensorImpl -- so autograd graphs and modules still
+  // refer to them -- while their data comes and goes: release_storage() frees the data
+  // (data() must not be used until it is back), share_storage() makes the tensor a view of
+  // `count` = numel() floats at `offset` of another storage (a gathered flat buffer).
+  void release_storage();
+  void share_storage(const std::shared_ptr<Storage>& storage, int64_t offset);
+  bool has_storage() const;
+
+  // Called once per backward pass after this leaf's gradient is accumulated (DP and
+  // FSDP reducers hook here).
   void add_grad_hook(std::function<void(Tensor&)> hook);
 
   bool same_as(const Tensor& other) const { return impl_ == other.impl_; }

@@ -162,3 +162,16 @@ TEST_CASE("no-grad guard records nothing; memory tracker counts storage") {
   }
   CHECK(MemoryTracker::live(MemoryCategory::Optimizer) == before);
 }
+
+TEST_CASE("a leaf used twice gets one accumulation and one hook call per backward") {
+  Tensor w = random_tensor({3}, 1).set_requires_grad(true);
+  int calls = 0;
+  w.add_grad_hook([&calls](Tensor&) { ++calls; });
+  Tensor y = ops::sum(ops::add(ops::mul(w, w), ops::scale(w, 3.0f)));  // three edges into w
+  y.backward();
+  CHECK(calls == 1);
+  for (int i = 0; i < 3; ++i) CHECK(w.grad().data()[i] == doctest::Approx(2 * w.data()[i] + 3));
+  ops::sum(w).backward();  // a second pass accumulates and calls the hook again
+  CHECK(calls == 2);
+  for (int i = 0; i < 3; ++i) CHECK(w.grad().data()[i] == doctest::Approx(2 * w.data()[i] + 4));
+}

@@ -1,0 +1,520 @@
+// shardlab-plan: the book's roofline arithmetic from the command line.
+//
+//   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
+//   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
+//   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
+//   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
+//   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
+//   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
+//   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
+//
+// Every subcommand takes --json (one object; keys in docs/plan_json.md). Sizes take
+// binary suffixes: 16k = 16384, 4M = 4194304 (also G, T), or plain/scientific numbers.
+#include <cxxopts.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "framework/error.h"
+#include "parallel/cost/calibrate.h"
+#include "parallel/cost/inference.h"
+#include "parallel/cost/json.h"
+#include "parallel/cost/planner.h"
+
+using namespace shardlab;
+using namespace shardlab::cost;
+
+namespace {
+
+double parse_size(const std::string& text, const std::string& flag) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  const std::string suffix = end;
+  const std::string units = "kMGT";
+  const size_t power = suffix.size() == 1 ? units.find(suffix[0] == 'K' ? 'k' : suffix[0]) : std::string::npos;
+  if (power != std::string::npos)
+    value *= std::pow(1024.0, static_cast<double>(power + 1));
+  else if (!suffix.empty() || end == text.c_str())
+    throw UserError("--" + flag + " '" + text + "' is not a size; use a number like 4096, 4e6, 16k or 4M");
+  if (!(value > 0)) throw UserError("--" + flag + " must be positive, got '" + text + "'");
+  return value;
+}
+
+std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t stop = std::min(text.find(separator, start), text.size());
+    const std::string item = text.substr(start, stop - start);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0)
+      throw UserError("--" + flag + " '" + text + "' must be non-negative integers separated by '" + separator + "'");
+    out.push_back(static_cast<int>(v));
+    start = stop + 1;
+  }
+  return out;
+}
+
+std::string human(double value, const char* unit) {
+  const char* prefixes[] = {"p", "n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  int index = 4;
+  while (value != 0 && std::fabs(value) < 1 && index > 0) value *= 1000, --index;
+  while (std::fabs(value) >= 1000 && index < 10) value /= 1000, ++index;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s%s", value, prefixes[index], unit);
+  std::string out = text;
+  if (out.back() == ' ') out.pop_back();
+  return out;
+}
+
+void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text) {
+  std::cout << (args["json"].as<bool>() ? json.dump() + "\n" : text);
+}
+
+Json link_json(const LinkSpec& l) { return Json::object().set("bandwidth", l.bandwidth).set("latency", l.latency); }
+
+Json profile_json(const HardwareProfile& p) {
+  Json links = Json::object();
+  for (const auto& [axis, link] : p.axis_links) links.set(axis, link_json(link));
+  return Json::object().set("name", p.name).set("description", p.description).set("flops_bf16", p.flops_bf16)
+      .set("flops_fp32", p.flops_fp32).set("flops_int8", p.flops_int8).set("flops_fp8", p.flops_fp8)
+      .set("hbm_bytes", p.hbm_bytes).set("hbm_bandwidth", p.hbm_bandwidth)
+      .set("interconnect", p.interconnect == Interconnect::kTorus ? "torus" : "switched")
+      .set("ici", link_json(p.ici)).set("dcn", link_json(p.dcn)).set("torus_axes", p.torus_axes)
+      .set("wraparound", p.wraparound).set("wraparound_granule", p.wraparound_granule)
+      .set("node_size", p.node_size).set("calibrated", p.calibrated).set("axis_links", links);
+}
+
+Json roofline_json(const Roofline& r) {
+  return Json::object().set("flops", r.flops).set("bytes", r.bytes).set("intensity", r.intensity)
+      .set("critical_intensity", r.critical_intensity).set("t_math", r.t_math).set("t_comms", r.t_comms)
+      .set("lower_bound", r.lower_bound).set("upper_bound", r.upper_bound).set("compute_bound", r.compute_bound);
+}
+
+std::string explain(const Roofline& r, const char* bandwidth_name) {
+  std::string s = r.compute_bound ? "compute-bound" : std::string(bandwidth_name) + "-bound";
+  s += ": intensity " + human(r.intensity, "FLOP/B") + (r.compute_bound ? " >= " : " < ") + "critical " +
+       human(r.critical_intensity, "FLOP/B") + " (T_math " + human(r.t_math, "s") + ", T_comms " +
+       human(r.t_comms, "s") + "); time between " + human(r.lower_bound, "s") + " and " + human(r.upper_bound, "s") + "\n";
+  return s;
+}
+
+void add_model_flags(cxxopts::Options& o) {
+  o.add_options("model")("model", "preset (shardlab-plan model --list)", cxxopts::value<std::string>()->default_value(""))
+      ("layers", "L", cxxopts::value<int64_t>())("d-model", "D", cxxopts::value<int64_t>())
+      ("d-ff", "F (per expert)", cxxopts::value<int64_t>())("heads", "N", cxxopts::value<int64_t>())
+      ("kv-heads", "K", cxxopts::value<int64_t>())("head-dim", "H (default D/N)", cxxopts::value<int64_t>())
+      ("vocab", "V", cxxopts::value<int64_t>())("context", "T (suffixes ok)", cxxopts::value<std::string>())
+      ("experts", "E (0 = dense)", cxxopts::value<int64_t>())("top-k", "experts per token", cxxopts::value<int64_t>())
+      ("gelu", "plain GELU MLP (2 matrices) instead of SwiGLU")("tied", "tie input and output embeddings");
+}
+
+TransformerShape model_from(const cxxopts::ParseResult& a) {
+  const std::string preset = a["model"].as<std::string>();
+  TransformerShape s = preset.empty() ? TransformerShape{} : model_preset(preset);
+  if (preset.empty()) s.name = "custom";
+  auto take = [&](const char* flag, int64_t& field) {
+    if (a.count(flag)) field = a[flag].as<int64_t>();
+  };
+  take("layers", s.layers), take("d-model", s.d_model), take("d-ff", s.d_ff), take("heads", s.heads);
+  take("kv-heads", s.kv_heads), take("vocab", s.vocab), take("experts", s.experts), take("top-k", s.top_k);
+  if (!a.count("kv-heads") && preset.empty()) s.kv_heads = s.heads;
+  if (a.count("head-dim")) s.head_dim = a["head-dim"].as<int64_t>();
+  else if (preset.empty() || a.count("d-model") || a.count("heads")) s.head_dim = s.heads > 0 ? s.d_model / s.heads : 0;
+  if (a.count("context")) s.context = static_cast<int64_t>(parse_size(a["context"].as<std::string>(), "context"));
+  if (a.count("gelu")) s.gated_mlp = false;
+  if (a.count("tied")) s.tied_embeddings = true;
+  if (preset.empty() && s.layers == 0)
+    throw UserError("give --model <preset> or the dimensions --layers --d-model --d-ff --heads --vocab --context");
+  s.validate();
+  return s;
+}
+
+int cmd_hw(const cxxopts::ParseResult& a) {
+  if (a.count("hw")) {
+    const HardwareProfile& p = hardware(a["hw"].as<std::string>());
+    std::string text = p.name + ": " + p.description + "\n  bf16 " + human(p.flops_bf16, "FLOP/s") + ", fp32 " +
+                       human(p.flops_fp32, "FLOP/s") + ", int8 " + human(p.flops_int8, "OP/s") + ", fp8 " +
+                       human(p.flops_fp8, "FLOP/s") + "\n  HBM " + human(p.hbm_bytes, "B") + " at " +
+                       human(p.hbm_bandwidth, "B/s") + "\n  " +
+                       (p.interconnect == Interconnect::kTorus ? "ICI link " : "NVLink per GPU ") +
+                       human(p.ici.bandwidth, "B/s") + " one way, " + human(p.ici.latency, "s") + " per hop; DCN " +
+                       human(p.dcn.bandwidth, "B/s") + "\n  " + std::to_string(p.node_size) + " chips per " +
+                       (p.interconnect == Interconnect::kTorus ? "pod" : "node") + "\n";
+    for (const auto& [axis, link] : p.axis_links)
+      text += "  axis " + axis + ": " + human(link.bandwidth, "B/s") + ", " + human(link.latency, "s") + "\n";
+    emit(a, profile_json(p), text);
+    return 0;
+  }
+  Json list = Json::array();
+  std::string text;
+  for (const std::string& name : hardware_names()) {
+    const HardwareProfile& p = hardware(name);
+    list.push(profile_json(p));
+    char line[256];
+    std::snprintf(line, sizeof line, "%-8s bf16 %-12s HBM %-9s %-12s link %s\n", p.name.c_str(),
+                  human(p.flops_bf16, "FLOP/s").c_str(), human(p.hbm_bytes, "B").c_str(),
+                  human(p.hbm_bandwidth, "B/s").c_str(), human(p.ici.bandwidth, "B/s").c_str());
+    text += line;
+  }
+  emit(a, Json::object().set("profiles", list), text);
+  return 0;
+}
+
+int cmd_matmul(const cxxopts::ParseResult& a) {
+  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  MatmulSpec m;
+  m.b = static_cast<int64_t>(parse_size(a["batch"].as<std::string>(), "batch"));
+  m.d = static_cast<int64_t>(parse_size(a["d-model"].as<std::string>(), "d-model"));
+  m.f = static_cast<int64_t>(parse_size(a["d-ff"].as<std::string>(), "d-ff"));
+  m.x = parse_dtype(a["x-dtype"].as<std::string>());
+  m.w = parse_dtype(a["w-dtype"].as<std::string>());
+  m.out = parse_dtype(a["out-dtype"].as<std::string>());
+  const int shards = a["shards"].as<int>();
+  Json json = Json::object().set("hw", hw.name).set("b", m.b).set("d", m.d).set("f", m.f)
+                  .set("compute_dtype", to_string(compute_dtype(m.x, m.w)));
+  std::string text;
+  if (shards > 1) {
+    const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
+    json.set("shards", shards).set("roofline", roofline_json(s.roofline)).set("critical_d", s.critical_d);
+    text = "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
+           explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
+  } else {
+    const Roofline r = matmul_roofline(m, hw);
+    const double critical_b = matmul_critical_batch(m, hw);
+    json.set("roofline", roofline_json(r)).set("critical_batch", critical_b);
+    text = explain(r, "memory") + "compute-bound iff B > " + human(critical_b, "") + "\n";
+  }
+  emit(a, json, text);
+  return 0;
+}
+
+int cmd_collective(const cxxopts::ParseResult& a) {
+  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  const CollectiveOp op = parse_collective_op(a["op"].as<std::string>());
+  const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");
+  const std::vector<int> mesh = parse_list(a["mesh"].as<std::string>(), 'x', "mesh");
+  std::vector<int> chosen;
+  if (a.count("axes")) {
+    for (int i : parse_list(a["axes"].as<std::string>(), ',', "axes")) {
+      if (i >= static_cast<int>(mesh.size()))
+        throw UserError("--axes names axis " + std::to_string(i) + " but --mesh " + a["mesh"].as<std::string>() +
+                        " has " + std::to_string(mesh.size()) + " axes (0-based)");
+      chosen.push_back(mesh[i]);
+    }
+  } else {
+    chosen = mesh;
+  }
+  const bool bidirectional = !a.count("unidirectional");
+  CollectiveCost c;
+  if (a.count("wraparound") && hw.interconnect == Interconnect::kTorus) {
+    const std::string w = a["wraparound"].as<std::string>();
+    if (w != "on" && w != "off") throw UserError("--wraparound must be on or off, got '" + w + "'");
+    std::vector<RingAxis> axes;
+    for (int s : chosen) axes.push_back({s, w == "on"});
+    c = torus_collective(op, bytes, axes, hw.ici, bidirectional);
+  } else {
+    c = collective_cost(op, bytes, chosen, hw, bidirectional);
+  }
+  Json sizes = Json::array();
+  for (int s : chosen) sizes.push(s);
+  const Json json = Json::object().set("hw", hw.name).set("op", to_string(op)).set("bytes", bytes)
+                        .set("axis_sizes", sizes).set("bidirectional", bidirectional).set("seconds", c.seconds)
+                        .set("bandwidth_seconds", c.bandwidth_seconds).set("latency_seconds", c.latency_seconds)
+                        .set("hops", c.hops).set("latency_bound", c.latency_bound).set("path", c.path);
+  std::string text = to_string(op) + " of " + human(bytes, "B") + " on " + hw.name + " over " + c.path + ": " +
+                     human(c.seconds, "s") + "\n  " + (c.latency_bound ? "latency-bound: " : "bandwidth-bound: ") +
+                     std::to_string(c.hops) + " hops x " + human(hw.ici.latency, "s") + " = " +
+                     human(c.latency_seconds, "s") + " vs bytes/bandwidth " + human(c.bandwidth_seconds, "s") + "\n";
+  emit(a, json, text);
+  return 0;
+}
+
+Json params_json(const ParamCounts& p) {
+  return Json::object().set("attention", p.attention).set("mlp", p.mlp).set("router", p.router)
+      .set("norms", p.norms).set("embedding", p.embedding).set("unembedding", p.unembedding)
+      .set("positions", p.positions).set("total", p.total).set("active", p.active).set("matmul", p.matmul);
+}
+
+Json memory_json(const TrainingMemory& m) {
+  return Json::object().set("params", m.params).set("grads", m.grads).set("optimizer", m.optimizer)
+      .set("activations", m.activations).set("total", m.total());
+}
+
+int cmd_model(const cxxopts::ParseResult& a) {
+  if (a.count("list")) {
+    Json names = Json::array();
+    std::string text;
+    for (const auto& n : model_preset_names()) names.push(n), text += n + "\n";
+    emit(a, Json::object().set("presets", names), text);
+    return 0;
+  }
+  const TransformerShape s = model_from(a);
+  const ParamCounts p = count_params(s);
+  const Remat remat = parse_remat(a["remat"].as<std::string>());
+  const DType kv = parse_dtype(a["kv-dtype"].as<std::string>());
+  Json json = Json::object().set("model", s.describe()).set("params", params_json(p))
+                  .set("train_flops_per_token", train_flops_per_token(s, remat))
+                  .set("forward_flops_per_token", forward_flops_per_token(s, s.context))
+                  .set("attention_crossover_context", attention_crossover_context(s))
+                  .set("kv_bytes_per_token", kv_bytes_per_token(s, kv)).set("remat", to_string(remat))
+                  .set("saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat));
+  std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
+                     ", mlp " + human(p.mlp, "") + ", embeddings " + human(p.embedding + p.unembedding, "") +
+                     ", active " + human(p.active, "") + ")\n  training " +
+                     human(train_flops_per_token(s, remat), "FLOP") + "/token (6N = " + human(6 * p.matmul, "FLOP") +
+                     " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
+                     human(attention_crossover_context(s), "") + ")\n  KV cache " +
+                     human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";
+  if (a.count("batch")) {
+    const double tokens = parse_size(a["batch"].as<std::string>(), "batch");
+    const TrainingMemory m = training_memory(s, tokens, remat, {});
+    json.set("batch_tokens", tokens).set("training_memory", memory_json(m));
+    text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + to_string(remat) +
+            "): params " + human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " +
+            human(m.optimizer, "B") + ", activations " + human(m.activations, "B") + "\n";
+  }
+  emit(a, json, text);
+  return 0;
+}
+
+Json estimate_json(const StepEstimate& e) {
+  Json comms = Json::array();
+  for (const AxisComm& c : e.comms)
+    comms.push(Json::object().set("axis", c.axis).set("what", c.what).set("op", to_string(c.op))
+                   .set("bytes", c.bytes).set("count", c.count).set("seconds", c.seconds).set("path", c.path));
+  const Layout& l = e.layout;
+  return Json::object().set("layout", Json::object().set("data", l.data).set("fsdp", l.fsdp).set("pipe", l.pipe)
+                                          .set("expert", l.expert).set("tensor", l.tensor)
+                                          .set("microbatches", l.microbatches))
+      .set("strategy", l.strategy()).set("step_seconds", e.step_seconds)
+      .set("step_seconds_serial", e.step_seconds_serial).set("compute_seconds", e.compute_seconds)
+      .set("comm_seconds", e.comm_seconds).set("bubble_fraction", e.bubble_fraction)
+      .set("compute_bound", e.compute_bound).set("bottleneck", e.bottleneck).set("memory_per_chip", memory_json(e.memory))
+      .set("fits", e.fits).set("comms", comms);
+}
+
+// "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
+Layout parse_layout(const std::string& text, int chips) {
+  Layout l;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t stop = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, stop - start);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const int value = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
+    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "pipe" ? &l.pipe
+               : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
+               : key == "microbatches" ? &l.microbatches : nullptr;
+    if (!field || value < 1)
+      throw UserError("--layout item '" + item + "' must be data|fsdp|pipe|expert|tensor|microbatches=<positive>");
+    *field = value;
+    start = stop + 1;
+  }
+  if (l.chips() != chips)
+    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
+                    std::to_string(chips) + "; make the axis sizes multiply to the chip count");
+  return l;
+}
+
+int cmd_train(const cxxopts::ParseResult& a) {
+  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  TrainConfig c;
+  c.model = model_from(a);
+  c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
+  c.remat = parse_remat(a["remat"].as<std::string>());
+  const std::string precision = a["precision"].as<std::string>();
+  if (precision == "fp32") c.precision = fp32_training();
+  else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
+  c.efficiency = a["efficiency"].as<double>();
+  const int chips = a["chips"].as<int>();
+  if (a.count("layout")) {
+    const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
+    const StepEstimate e = estimate_train_step(c, l, hw);
+    std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+                       human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
+                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), memory/chip " +
+                       human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
+    for (const AxisComm& comm : e.comms)
+      text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
+              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
+    emit(a, estimate_json(e), text);
+    return e.fits ? 0 : 2;
+  }
+  const Plan plan = plan_training(c, chips, hw);
+  const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
+  const int64_t ff = c.model.d_ff;
+  const double per_chip = c.batch_tokens / chips;
+  Json conditions = Json::object().set("tokens_per_chip", per_chip)
+                        .set("dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute))
+                        .set("tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute))
+                        .set("fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute));
+  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
+  conditions.set("fsdp_tp_x_opt", split.x_opt);
+  Json ranked = Json::array(), skipped = Json::object();
+  std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
+                     std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
+                     " tokens per chip; DP/FSDP compute-bound above " +
+                     human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
+                     human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
+                     human(split.x_opt, "") + "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
+                     std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
+  for (int i = 0; i < top; ++i) {
+    const PlanEntry& e = plan.ranked[i];
+    ranked.push(estimate_json(e.estimate).set("rank", i + 1).set("verdict", e.verdict));
+    char line[512];
+    std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
+                  e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
+                  human(e.estimate.step_seconds, "s").c_str(), human(e.estimate.memory.total(), "B").c_str(),
+                  e.verdict.c_str());
+    text += line;
+  }
+  for (const auto& [why, count] : plan.skipped) {
+    skipped.set(why, count);
+    text += "  skipped " + std::to_string(count) + ": " + why + "\n";
+  }
+  emit(a, Json::object().set("hw", hw.name).set("model", c.model.describe()).set("chips", chips)
+              .set("batch_tokens", c.batch_tokens).set("conditions", conditions).set("layouts", static_cast<int>(plan.ranked.size()))
+              .set("feasible", plan.feasible).set("ranked", ranked).set("skipped", skipped),
+       text);
+  return plan.feasible > 0 ? 0 : 2;
+}
+
+int cmd_infer(const cxxopts::ParseResult& a) {
+  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  const TransformerShape s = model_from(a);
+  InferenceConfig c;
+  c.batch = static_cast<int64_t>(parse_size(a["batch"].as<std::string>(), "batch"));
+  c.context = s.context;
+  c.chips = a["chips"].as<int>();
+  c.weights = parse_dtype(a["weights"].as<std::string>());
+  c.efficiency = a["efficiency"].as<double>();
+  const ServedModel m = served_model(s, parse_dtype(a["kv-dtype"].as<std::string>()));
+  const DecodeEstimate d = estimate_decode(m, c, hw);
+  const PrefillEstimate p = estimate_prefill(m, c, hw);
+  const Json json = Json::object().set("hw", hw.name).set("model", s.describe()).set("batch", c.batch)
+      .set("context", c.context).set("chips", c.chips)
+      .set("decode", Json::object().set("step_seconds", d.step_seconds).set("tokens_per_second", d.tokens_per_second)
+                         .set("tokens_per_second_per_chip", d.tokens_per_second_per_chip)
+                         .set("params_seconds", d.params_seconds).set("attention_seconds", d.attention_seconds)
+                         .set("weight_bytes", d.weight_bytes).set("kv_bytes", d.kv_bytes)
+                         .set("memory_per_chip", d.memory_per_chip).set("memory_bound", d.memory_bound)
+                         .set("critical_batch", d.critical_batch).set("fits", d.fits).set("min_chips", d.min_chips))
+      .set("prefill", Json::object().set("seconds", p.seconds).set("flops", p.flops).set("matmul_flops", p.matmul_flops)
+                          .set("tokens_per_second", p.tokens_per_second).set("compute_bound", p.compute_bound))
+      .set("tp_max_degree", tp_max_degree(s.d_ff, hw, 1));
+  std::string text = s.describe() + "\ndecode, batch " + std::to_string(c.batch) + " at context " +
+                     std::to_string(c.context) + " on " + std::to_string(c.chips) + " x " + hw.name + ": " +
+                     human(d.step_seconds, "s") + " per step, " + human(d.tokens_per_second, "tokens/s") + " (" +
+                     human(d.tokens_per_second_per_chip, "tokens/s") + " per chip)\n  " +
+                     (d.memory_bound ? "memory-bound" : "partly compute-bound") + ": weights " +
+                     human(d.params_seconds, "s") + " + attention over the KV cache " + human(d.attention_seconds, "s") +
+                     "; weights turn compute-bound above batch " + human(d.critical_batch, "") + "\n  memory " +
+                     human(d.memory_per_chip, "B") + " per chip (weights " + human(d.weight_bytes, "B") + ", KV " +
+                     human(d.kv_bytes, "B") + ")" + (d.fits ? "" : " DOES NOT FIT") + "; needs >= " +
+                     std::to_string(d.min_chips) + " chips\nprefill of " + std::to_string(c.context) + " tokens x " +
+                     std::to_string(c.batch) + ": " + human(p.seconds, "s") + " (" +
+                     (p.compute_bound ? "compute-bound" : "memory-bound") + ")\n";
+  emit(a, json, text);
+  return 0;
+}
+
+int cmd_calibrate(const cxxopts::ParseResult& a) {
+  CalibrationOptions o;
+  o.gemm_size = a["gemm-size"].as<int64_t>();
+  o.seconds_per_measure = a["seconds"].as<double>();
+  o.link_latency = a["link-latency"].as<double>();
+  const auto specs = a.count("axis-link") ? a["axis-link"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('='), colon = spec.find(':');
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq)
+      throw UserError("--axis-link '" + spec + "' must look like tensor=2e9:1e-6 (bytes/s:seconds)");
+    o.axis_links[spec.substr(0, eq)] = {parse_size(spec.substr(eq + 1, colon - eq - 1), "axis-link"),
+                                        std::strtod(spec.c_str() + colon + 1, nullptr)};
+  }
+  HardwareProfile p = calibrate_local(o);
+  if (a.count("link-bandwidth")) p.ici.bandwidth = p.dcn.bandwidth = a["link-bandwidth"].as<double>();
+  const std::string out = a["out"].as<std::string>().empty() ? local_profile_path() : a["out"].as<std::string>();
+  save_profile(p, out);
+  emit(a, profile_json(p).set("path", out),
+       "measured: GEMM " + human(p.flops_fp32, "FLOP/s") + ", memory " + human(p.hbm_bandwidth, "B/s") +
+           ", link " + human(p.ici.bandwidth, "B/s") + " (" + human(p.ici.latency, "s") + " per hop)\nwrote " + out + "\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string commands = "hw, matmul, collective, model, train, infer, calibrate";
+  try {
+    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+      std::cout << "usage: shardlab-plan <" << commands << "> [flags] [--json]; <command> --help for flags\n";
+      return argc < 2 ? 1 : 0;
+    }
+    const std::string command = argv[1];
+    cxxopts::Options o("shardlab-plan " + command, "the book's roofline arithmetic (docs/cost_model.md)");
+    o.add_options()("json", "print one JSON object (docs/plan_json.md)")("h,help", "this help")
+        ("hw", "hardware profile (shardlab-plan hw)", cxxopts::value<std::string>()->default_value("tpu-v5p"));
+    int (*run)(const cxxopts::ParseResult&) = nullptr;
+    if (command == "hw") {
+      run = cmd_hw;
+    } else if (command == "matmul") {
+      o.add_options()("b,batch", "B: rows of X[B,D] (tokens)", cxxopts::value<std::string>()->default_value("4096"))
+          ("d,d-model", "D: the contracting dim", cxxopts::value<std::string>()->default_value("8192"))
+          ("f,d-ff", "F: columns of W[D,F]", cxxopts::value<std::string>()->default_value("32768"))
+          ("x-dtype", "activations", cxxopts::value<std::string>()->default_value("bf16"))
+          ("w-dtype", "weights", cxxopts::value<std::string>()->default_value("bf16"))
+          ("out-dtype", "output", cxxopts::value<std::string>()->default_value("bf16"))
+          ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"));
+      run = cmd_matmul;
+    } else if (command == "collective") {
+      o.add_options()("op", "all_gather|reduce_scatter|all_reduce|all_to_all", cxxopts::value<std::string>()->default_value("all_gather"))
+          ("bytes", "V: the whole array", cxxopts::value<std::string>()->default_value("8M"))
+          ("mesh", "axis sizes, e.g. 4x4x4", cxxopts::value<std::string>()->default_value("4"))
+          ("axes", "0-based axes to run over (default all)", cxxopts::value<std::string>())
+          ("wraparound", "on|off (default: the hardware's rule)", cxxopts::value<std::string>())
+          ("unidirectional", "use one direction of each link");
+      run = cmd_collective;
+    } else if (command == "model" || command == "train" || command == "infer") {
+      add_model_flags(o);
+      o.add_options()("remat", "none|full|save-matmul|save-mlp-matmul", cxxopts::value<std::string>()->default_value("none"))
+          ("kv-dtype", "KV cache dtype", cxxopts::value<std::string>()->default_value("bf16"))
+          ("efficiency", "fraction of peak FLOP/s", cxxopts::value<double>()->default_value("1.0"))
+          ("list", "list model presets")("batch", "tokens (train, model) or sequences (infer)", cxxopts::value<std::string>())
+          ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
+          ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
+          ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
+          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2", cxxopts::value<std::string>())
+          ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
+      run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
+    } else if (command == "calibrate") {
+      o.add_options()("out", "profile file (default $SHARDLAB_LOCAL_PROFILE or ./shardlab_local.profile)",
+                      cxxopts::value<std::string>()->default_value(""))
+          ("gemm-size", "n of the n^3 GEMM", cxxopts::value<int64_t>()->default_value("1024"))
+          ("seconds", "time per measurement", cxxopts::value<double>()->default_value("0.3"))
+          ("link-bandwidth", "default link bytes/s (e.g. from bench_collectives)", cxxopts::value<double>())
+          ("link-latency", "default hop latency, s", cxxopts::value<double>()->default_value("1e-6"))
+          ("axis-link", "per-axis link axis=bytes_per_s:latency_s (repeatable)",
+           cxxopts::value<std::vector<std::string>>());
+      run = cmd_calibrate;
+    } else {
+      throw UserError("unknown subcommand '" + command + "'; use one of " + commands);
+    }
+    const cxxopts::ParseResult args = o.parse(argc - 1, argv + 1);
+    if (args.count("help")) {
+      std::cout << o.help() << "\n";
+      return 0;
+    }
+    if ((command == "train" || command == "infer") && !args.count("batch"))
+      throw UserError("--batch is required for " + command + " (tokens for train, e.g. 4M; sequences for infer)");
+    return run(args);
+  } catch (const UserError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "error: bad command line: " << e.what() << "\n";
+  }
+  return 1;
+}

@@ -1,0 +1,71 @@
+#include "parallel/algorithm_table.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "framework/error.h"
+
+namespace shardlab::parallel {
+
+AlgorithmTable AlgorithmTable::builtin() {
+  // Measured on this cluster (2 ranks, shared memory and TCP; docs/collectives.md).
+  // OpenMPI 4.1's MPI_Reduce_scatter_block is 2-16x slower than the neighbour ring from
+  // 128 KiB up, so reduce_scatter always takes the ring; MPI_Allreduce falls behind the
+  // ring past 16 MiB. Elsewhere native is as fast as anything.
+  using enum CollectiveOp;
+  return AlgorithmTable({
+      {kReduceScatter, kAnySize, Algorithm::kRing},
+      {kAllReduce, 16 << 20, Algorithm::kNative},
+      {kAllReduce, kAnySize, Algorithm::kRing},
+  });
+}
+
+Algorithm AlgorithmTable::choose(CollectiveOp op, int64_t bytes) const {
+  for (const AutoRule& rule : rules_) {
+    if (rule.op == op && bytes <= rule.max_bytes) return rule.algorithm;
+  }
+  return Algorithm::kNative;
+}
+
+AlgorithmTable AlgorithmTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read auto algorithm table '" + path + "'; make one with bench_collectives --calibrate");
+  std::vector<AutoRule> rules;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string op, size, algorithm, extra;
+    if (!(fields >> op)) continue;
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (!(fields >> size >> algorithm) || (fields >> extra)) {
+      throw UserError(where + "expected 'op max_bytes algorithm', got '" + line + "'");
+    }
+    AutoRule rule{parse_collective_op(op), kAnySize, parse_algorithm(algorithm)};
+    if (rule.algorithm == Algorithm::kAuto) throw UserError(where + "a rule cannot choose 'auto'");
+    if (size != "inf") {
+      size_t used = 0;
+      try {
+        rule.max_bytes = std::stoll(size, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != size.size() || rule.max_bytes < 0) throw UserError(where + "max_bytes '" + size + "' is not a size");
+    }
+    rules.push_back(rule);
+  }
+  return AlgorithmTable(std::move(rules));
+}
+
+void AlgorithmTable::save(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out) throw UserError("cannot write auto algorithm table '" + path + "'");
+  out << "# shardlab auto algorithm table: first matching rule wins (docs/collectives.md)\n"
+      << "# op max_bytes algorithm\n";
+  for (const AutoRule& r : rules_) {
+    out << to_string(r.op) << " " << (r.max_bytes == kAnySize ? "inf" : std::to_string(r.max_bytes)) << " "
+        << to_string(r.algorithm) << "\n";
+  }
+}
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,31 @@
+// Names shared by the collectives, the link model, the trace and the auto table:
+// which collective (CollectiveOp), how it is carried out (Algorithm), and how values
+// combine (ReduceOp). Each converts to and from the spelling used on command lines,
+// in trace files and in the auto calibration table ("all_gather", "bidir", "max").
+//
+//   Algorithm a = parse_algorithm("ring");   // throws UserError on an unknown name
+//   std::string s = to_string(CollectiveOp::kAllReduce);   // "all_reduce"
+#pragma once
+
+#include <string>
+
+namespace shardlab::parallel {
+
+enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kPermute, kSend, kRecv };
+
+// native: MPI's own collective on the axis communicator.
+// ring:   neighbour-only, one direction round the ring (a line without wraparound).
+// bidir:  data split in halves going both ways round the ring (a line without wraparound).
+// auto:   the fastest of the three for this op and message size (see algorithm_table.h).
+enum class Algorithm { kNative, kRing, kBidir, kAuto };
+
+enum class ReduceOp { kSum, kMax };
+
+std::string to_string(CollectiveOp op);
+std::string to_string(Algorithm algorithm);
+std::string to_string(ReduceOp op);
+
+CollectiveOp parse_collective_op(const std::string& name);
+Algorithm parse_algorithm(const std::string& name);
+
+}  // namespace shardlab::parallel

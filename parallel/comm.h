@@ -1,0 +1,79 @@
+// MPI plumbing: error checks, an owning communicator handle, process start-up and the
+// job-wide failure policy. The only file pair besides the collectives that calls MPI
+// directly; everything above it talks to a Mesh.
+//
+// Failure policy (DESIGN 6): a rank that fails must take the whole job down, or the
+// others wait in their next collective forever. `run_mpi_main` catches any exception,
+// prints "rank R: error: ..." and calls MPI_Abort; SL_ASSERT failures do the same through
+// the abort handler installed by MpiRuntime.
+//
+//   int main(int argc, char** argv) {
+//     MpiRuntime mpi(argc, argv);
+//     return run_mpi_main(MPI_COMM_WORLD, [&] {
+//       Mesh mesh(MPI_COMM_WORLD, "data=2,tensor=2");
+//       ...
+//       return 0;
+//     });
+//   }
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace shardlab::parallel {
+
+// Aborts the job (via the SL_ASSERT path) when an MPI call returns an error code.
+void check_mpi(int code, const char* call);
+#define SL_MPI(call) ::shardlab::parallel::check_mpi((call), #call)
+
+// An element count as MPI's int (asserts that it fits).
+int mpi_count(int64_t count);
+
+// Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI; the watchdog
+// thread only ever calls MPI_Abort) and finalises it on destruction. Installs an abort
+// handler that names the rank and calls MPI_Abort on the world communicator.
+class MpiRuntime {
+ public:
+  MpiRuntime(int& argc, char**& argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+};
+
+// Makes SL_ASSERT failures print the world rank and MPI_Abort the job. MpiRuntime calls
+// it; test mains that initialise MPI themselves call it too.
+void install_mpi_abort_handler();
+
+// Runs `body`; on any exception prints "rank R: error: <what>" to stderr and aborts every
+// rank of `comm` with exit code 1. Returns body's exit code otherwise.
+int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
+
+// An owned communicator (freed on destruction) or a borrowed one (never freed).
+class Comm {
+ public:
+  Comm() = default;
+  static Comm owned(MPI_Comm comm) { return Comm(comm, true); }
+  static Comm borrowed(MPI_Comm comm) { return Comm(comm, false); }
+  ~Comm();
+  Comm(Comm&& other) noexcept;
+  Comm& operator=(Comm&& other) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  MPI_Comm get() const { return comm_; }
+  int rank() const;
+  int size() const;
+
+ private:
+  Comm(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {}
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+};
+
+// Rank in MPI_COMM_WORLD, for messages only (-1 before MPI_Init).
+int world_rank_for_messages();
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,159 @@
+#include "parallel/cost/collective.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "framework/error.h"
+
+namespace shardlab::cost {
+
+CollectiveOp parse_collective_op(const std::string& name) {
+  std::string key;
+  for (char c : name)
+    if (c != '_' && c != '-') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (key == "allgather") return CollectiveOp::kAllGather;
+  if (key == "reducescatter") return CollectiveOp::kReduceScatter;
+  if (key == "allreduce") return CollectiveOp::kAllReduce;
+  if (key == "alltoall") return CollectiveOp::kAllToAll;
+  throw UserError("unknown collective '" + name + "'; use all_gather, reduce_scatter, all_reduce or all_to_all");
+}
+
+std::string to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllGather: return "all_gather";
+    case CollectiveOp::kReduceScatter: return "reduce_scatter";
+    case CollectiveOp::kAllReduce: return "all_reduce";
+    case CollectiveOp::kAllToAll: return "all_to_all";
+  }
+  return "?";
+}
+
+namespace {
+
+CollectiveCost finish(double bandwidth_seconds, int hops, double latency, std::string path) {
+  CollectiveCost c;
+  c.bandwidth_seconds = bandwidth_seconds;
+  c.hops = hops;
+  c.latency_seconds = hops * latency;
+  c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
+  c.latency_bound = c.latency_seconds > c.bandwidth_seconds;
+  c.path = std::move(path);
+  return c;
+}
+
+void check_bytes(double bytes) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw UserError("collective size must be a non-negative number of bytes, got " + std::to_string(bytes));
+}
+
+// Sequential shard steps of an all_gather on one axis (see the header).
+int gather_hops(const RingAxis& axis, bool bidirectional) {
+  if (axis.wraparound && bidirectional) return axis.size / 2;  // == ceil((n-1)/2)
+  return axis.size - 1;
+}
+
+// Bytes on the busiest link direction of an all_to_all, in units of V/n^2.
+double all_to_all_link_load(const RingAxis& axis, bool bidirectional) {
+  const double n = axis.size;
+  if (!axis.wraparound) return std::floor(n / 2) * std::ceil(n / 2);
+  if (!bidirectional) return n * (n - 1) / 2;
+  return axis.size % 2 == 0 ? n * n / 8 : (n * n - 1) / 8;
+}
+
+int all_to_all_hops(const RingAxis& axis, bool bidirectional) {
+  return axis.wraparound && bidirectional ? axis.size / 2 : axis.size - 1;
+}
+
+}  // namespace
+
+CollectiveCost torus_collective(CollectiveOp op, double bytes, const std::vector<RingAxis>& axes,
+                                LinkSpec link, bool bidirectional) {
+  check_bytes(bytes);
+  std::vector<RingAxis> active;
+  double group = 1;
+  for (const RingAxis& a : axes) {
+    if (a.size < 1) throw UserError("mesh axis size must be >= 1, got " + std::to_string(a.size));
+    if (a.size > 1) active.push_back(a);
+    group *= a.size;
+  }
+  if (active.empty() || bytes == 0) return finish(0, 0, link.latency, "none");
+  if (link.bandwidth <= 0) throw UserError("link bandwidth must be positive");
+  const double k = static_cast<double>(active.size());
+  int hops = 0;
+  if (op == CollectiveOp::kAllToAll) {
+    const RingAxis widest = *std::max_element(active.begin(), active.end(),
+                                              [](const RingAxis& a, const RingAxis& b) { return a.size < b.size; });
+    const double n = widest.size;
+    const double v_axis = bytes * n / group;
+    for (const RingAxis& a : active) hops += all_to_all_hops(a, bidirectional);
+    const double load = all_to_all_link_load(widest, bidirectional) * v_axis / (n * n);
+    return finish(load / link.bandwidth, hops, link.latency, "ici");
+  }
+  double shard_fraction = 0;  // the slowest axis' hops per chip, h/n
+  for (const RingAxis& a : active) {
+    hops += gather_hops(a, bidirectional);
+    shard_fraction = std::max(shard_fraction, static_cast<double>(gather_hops(a, bidirectional)) / a.size);
+  }
+  const double passes = op == CollectiveOp::kAllReduce ? 2 : 1;
+  return finish(passes * bytes * shard_fraction / (k * link.bandwidth), static_cast<int>(passes) * hops,
+                link.latency, "ici");
+}
+
+CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const HardwareProfile& hw) {
+  check_bytes(bytes);
+  if (gpus < 1) throw UserError("GPU count must be >= 1, got " + std::to_string(gpus));
+  if (gpus == 1 || bytes == 0) return finish(0, 0, hw.ici.latency, "none");
+  const double n_total = gpus;
+  const double w = hw.ici.bandwidth;
+  if (gpus <= hw.node_size) {
+    if (op == CollectiveOp::kAllToAll)
+      return finish((n_total - 1) * bytes / (n_total * n_total * w), 1, hw.ici.latency, "nvlink");
+    const double passes = op == CollectiveOp::kAllReduce ? 2 : 1;
+    return finish(passes * (n_total - 1) / n_total * bytes / w, static_cast<int>(passes) * (gpus - 1),
+                  hw.ici.latency, "nvlink");
+  }
+  if (gpus % hw.node_size != 0)
+    throw UserError(std::to_string(gpus) + " GPUs do not fill whole nodes of " + std::to_string(hw.node_size) +
+                    " on " + hw.name + "; use a multiple of " + std::to_string(hw.node_size));
+  const double n = hw.node_size, m = n_total / n;
+  if (op == CollectiveOp::kAllToAll) {
+    const double over_nic = (n_total - n) * bytes / (n_total * n_total * hw.dcn.bandwidth);
+    const double over_nvlink = (n - 1) * bytes / (n_total * n_total * w);
+    return finish(std::max(over_nic, over_nvlink), 1, hw.dcn.latency, "nvlink+infiniband");
+  }
+  const double passes = op == CollectiveOp::kAllReduce ? 2 : 1;
+  const double across = (m - 1) / m * (bytes / n) / hw.dcn.bandwidth;
+  const double within = (n - 1) / n * bytes / w;
+  CollectiveCost c = finish(passes * (across + within), 0, 0, "nvlink+infiniband (hierarchical)");
+  c.hops = static_cast<int>(passes) * (hw.node_size - 1 + static_cast<int>(m) - 1);
+  c.latency_seconds = passes * ((n - 1) * hw.ici.latency + (m - 1) * hw.dcn.latency);
+  c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
+  c.latency_bound = c.latency_seconds > c.bandwidth_seconds;
+  return c;
+}
+
+CollectiveCost collective_cost(CollectiveOp op, double bytes, const std::vector<int>& axis_sizes,
+                               const HardwareProfile& hw, bool bidirectional) {
+  if (hw.interconnect == Interconnect::kSwitched) {
+    int gpus = 1;
+    for (int s : axis_sizes) gpus *= s;
+    return gpu_collective(op, bytes, gpus, hw);
+  }
+  std::vector<RingAxis> axes;
+  for (int s : axis_sizes) axes.push_back({s, hw.axis_wraps(s)});
+  return torus_collective(op, bytes, axes, hw.ici, bidirectional);
+}
+
+double collective_time(CollectiveOp op, double bytes, int group_size, LinkSpec link, bool wraparound,
+                       bool bidirectional) {
+  return torus_collective(op, bytes, {{group_size, wraparound}}, link, bidirectional).seconds;
+}
+
+double allgather_bandwidth(const HardwareProfile& hw, int axes, bool across_nodes) {
+  if (across_nodes) return hw.node_size * hw.dcn.bandwidth;
+  if (hw.interconnect == Interconnect::kSwitched) return hw.ici.bandwidth;
+  return 2 * hw.ici.bandwidth * std::max(axes, 1);
+}
+
+}  // namespace shardlab::cost

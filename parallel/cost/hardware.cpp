@@ -1,0 +1,236 @@
+#include "parallel/cost/hardware.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "framework/error.h"
+
+namespace shardlab::cost {
+namespace {
+
+constexpr double kHopLatency = 1e-6;  // the book's ~1 us per ICI hop
+
+// The book's tables (chapters "tpus" and "gpus"). fp32 matmuls: TPUs run them as three
+// bf16 passes (bf16/3); GPUs use TF32 tensor cores (bf16/2). Latencies other than the
+// ICI hop are order-of-magnitude assumptions; the book gives none.
+HardwareProfile tpu(std::string name, std::string description, double hbm_bytes, double hbm_bw,
+                    double bf16, double int8, double ici_bw, double dcn_bw, int torus_axes,
+                    int granule, int pod_chips) {
+  HardwareProfile p;
+  p.name = std::move(name);
+  p.description = std::move(description);
+  p.flops_bf16 = bf16;
+  p.flops_fp32 = bf16 / 3;
+  p.flops_int8 = int8;
+  p.hbm_bytes = hbm_bytes;
+  p.hbm_bandwidth = hbm_bw;
+  p.interconnect = Interconnect::kTorus;
+  p.ici = {ici_bw, kHopLatency};
+  p.dcn = {dcn_bw, 10e-6};
+  p.torus_axes = torus_axes;
+  p.wraparound = true;
+  p.wraparound_granule = granule;
+  p.node_size = pod_chips;
+  return p;
+}
+
+HardwareProfile gpu(std::string name, std::string description, double hbm_bytes, double hbm_bw,
+                    double bf16, double int8, double fp8, double nvlink_bw, double ib_bw) {
+  HardwareProfile p;
+  p.name = std::move(name);
+  p.description = std::move(description);
+  p.flops_bf16 = bf16;
+  p.flops_fp32 = bf16 / 2;
+  p.flops_int8 = int8;
+  p.flops_fp8 = fp8;
+  p.hbm_bytes = hbm_bytes;
+  p.hbm_bandwidth = hbm_bw;
+  p.interconnect = Interconnect::kSwitched;
+  p.ici = {nvlink_bw, 2e-6};
+  p.dcn = {ib_bw, 5e-6};
+  p.node_size = 8;
+  return p;
+}
+
+std::vector<HardwareProfile> book_profiles() {
+  return {
+      tpu("tpu-v3", "TPU v3: 2D torus, 32x32 pod", 32e9, 9.0e11, 1.4e14, 1.4e14, 1e11, 6.25e9, 2,
+          32, 1024),
+      tpu("tpu-v4p", "TPU v4p: 3D torus, wraparound on 4-chip cube edges, 4096-chip pod", 32e9,
+          1.2e12, 2.75e14, 2.75e14, 4.5e10, 6.25e9, 3, 4, 4096),
+      tpu("tpu-v5e", "TPU v5e: 2D, wraparound only on a full 16x16 pod", 16e9, 8.1e11, 1.97e14,
+          3.94e14, 4.5e10, 3.125e9, 2, 16, 256),
+      tpu("tpu-v5p", "TPU v5p: 3D torus, wraparound on 4-chip cube edges, 8960-chip pod", 96e9,
+          2.8e12, 4.59e14, 9.18e14, 9e10, 6.25e9, 3, 4, 8960),
+      tpu("tpu-v6e", "TPU v6e (Trillium): 2D, wraparound only on a full 16x16 pod", 32e9, 1.6e12,
+          9.2e14, 1.84e15, 9e10, 1.25e10, 2, 16, 256),
+      gpu("a100", "NVIDIA A100 SXM 80GB: NVLink3 node of 8, HDR InfiniBand", 80e9, 2.0e12, 3.1e14,
+          6.2e14, 0, 300e9, 25e9),
+      gpu("h100", "NVIDIA H100 SXM: NVLink4 node of 8 (18 links x 25 GB/s), NDR InfiniBand", 80e9,
+          3.35e12, 9.9e14, 1.98e15, 1.98e15, 450e9, 50e9),
+      gpu("h200", "NVIDIA H200: as H100 with 141 GB HBM3e", 141e9, 4.8e12, 9.9e14, 1.98e15,
+          1.98e15, 450e9, 50e9),
+      gpu("b200", "NVIDIA B200: NVLink5 node of 8", 192e9, 8.0e12, 2.25e15, 4.5e15, 4.5e15, 900e9,
+          50e9),
+  };
+}
+
+// An uncalibrated CPU host: numbers of the right order so predictions print, flagged so
+// users know to run `shardlab-plan calibrate`.
+HardwareProfile local_placeholder() {
+  HardwareProfile p;
+  p.name = "local";
+  p.description = "this cluster, NOT calibrated (run shardlab-plan calibrate)";
+  p.flops_fp32 = 5e10;
+  p.flops_bf16 = p.flops_fp32;  // bf16 is emulated on this CPU: no faster than fp32
+  p.flops_int8 = p.flops_fp32;
+  const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
+  p.hbm_bytes = pages * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  p.hbm_bandwidth = 1e10;
+  p.ici = {5e9, 2e-6};
+  p.dcn = p.ici;
+  p.wraparound = true;
+  p.node_size = 1 << 20;  // one fabric: every rank is reachable over the same links
+  p.calibrated = false;
+  return p;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
+}
+
+}  // namespace
+
+LinkSpec HardwareProfile::link(const std::string& axis) const {
+  const auto it = axis_links.find(axis);
+  return it == axis_links.end() ? ici : it->second;
+}
+
+bool HardwareProfile::axis_wraps(int axis_size) const {
+  return wraparound && axis_size > 2 && axis_size % wraparound_granule == 0;
+}
+
+std::vector<std::string> hardware_names() {
+  std::vector<std::string> names;
+  for (const auto& p : book_profiles()) names.push_back(p.name);
+  names.push_back("local");
+  return names;
+}
+
+std::string local_profile_path() {
+  const char* env = std::getenv("SHARDLAB_LOCAL_PROFILE");
+  return env && *env ? env : "shardlab_local.profile";
+}
+
+const HardwareProfile& hardware(const std::string& name) {
+  static const std::vector<HardwareProfile> book = book_profiles();
+  const std::string key = lower(name);
+  for (const auto& p : book)
+    if (p.name == key) return p;
+  if (key == "local") {
+    static const HardwareProfile local = [] {
+      std::ifstream probe(local_profile_path());
+      return probe ? load_profile(local_profile_path()) : local_placeholder();
+    }();
+    return local;
+  }
+  std::string known;
+  for (const auto& n : hardware_names()) known += (known.empty() ? "" : ", ") + n;
+  throw UserError("unknown hardware profile '" + name + "'; known profiles: " + known);
+}
+
+// The file stores every field as "key = value"; per-axis links as "link.<axis>.bandwidth"
+// and "link.<axis>.latency". Unset keys keep the placeholder's values.
+void save_profile(const HardwareProfile& p, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw UserError("cannot write hardware profile file '" + path + "'");
+  out.precision(17);
+  out << "# shardlab hardware profile (docs/cost_model.md). SI units: FLOP/s, bytes, bytes/s, s.\n"
+      << "name = " << p.name << "\n"
+      << "description = " << p.description << "\n"
+      << "flops_fp32 = " << p.flops_fp32 << "\nflops_bf16 = " << p.flops_bf16 << "\n"
+      << "flops_int8 = " << p.flops_int8 << "\nflops_fp8 = " << p.flops_fp8 << "\n"
+      << "hbm_bytes = " << p.hbm_bytes << "\nhbm_bandwidth = " << p.hbm_bandwidth << "\n"
+      << "interconnect = " << (p.interconnect == Interconnect::kTorus ? "torus" : "switched") << "\n"
+      << "ici.bandwidth = " << p.ici.bandwidth << "\nici.latency = " << p.ici.latency << "\n"
+      << "dcn.bandwidth = " << p.dcn.bandwidth << "\ndcn.latency = " << p.dcn.latency << "\n"
+      << "torus_axes = " << p.torus_axes << "\nwraparound = " << (p.wraparound ? 1 : 0) << "\n"
+      << "wraparound_granule = " << p.wraparound_granule << "\nnode_size = " << p.node_size << "\n";
+  for (const auto& [axis, link] : p.axis_links)
+    out << "link." << axis << ".bandwidth = " << link.bandwidth << "\n"
+        << "link." << axis << ".latency = " << link.latency << "\n";
+  if (!out) throw UserError("failed writing hardware profile file '" + path + "'");
+}
+
+HardwareProfile load_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read hardware profile file '" + path + "'; run `shardlab-plan calibrate --out " + path + "`");
+  HardwareProfile p = local_placeholder();
+  p.calibrated = true;
+  std::map<std::string, double*> numbers = {
+      {"flops_fp32", &p.flops_fp32},       {"flops_bf16", &p.flops_bf16},
+      {"flops_int8", &p.flops_int8},       {"flops_fp8", &p.flops_fp8},
+      {"hbm_bytes", &p.hbm_bytes},         {"hbm_bandwidth", &p.hbm_bandwidth},
+      {"ici.bandwidth", &p.ici.bandwidth}, {"ici.latency", &p.ici.latency},
+      {"dcn.bandwidth", &p.dcn.bandwidth}, {"dcn.latency", &p.dcn.latency}};
+  std::map<std::string, int*> integers = {{"torus_axes", &p.torus_axes},
+                                          {"wraparound_granule", &p.wraparound_granule},
+                                          {"node_size", &p.node_size}};
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    const std::string where = path + ":" + std::to_string(number);
+    if (eq == std::string::npos) throw UserError(where + ": expected 'key = value', got '" + line + "'");
+    const std::string key = trim(line.substr(0, eq));
+    const std::string value = trim(line.substr(eq + 1));
+    auto number_of = [&] {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || v < 0)
+        throw UserError(where + ": '" + key + "' needs a non-negative number, got '" + value + "'");
+      return v;
+    };
+    if (key == "name") {
+      p.name = value;
+    } else if (key == "description") {
+      p.description = value;
+    } else if (key == "interconnect") {
+      if (value != "torus" && value != "switched")
+        throw UserError(where + ": interconnect must be 'torus' or 'switched', got '" + value + "'");
+      p.interconnect = value == "torus" ? Interconnect::kTorus : Interconnect::kSwitched;
+    } else if (key == "wraparound") {
+      p.wraparound = number_of() != 0;
+    } else if (numbers.count(key)) {
+      *numbers[key] = number_of();
+    } else if (integers.count(key)) {
+      *integers[key] = static_cast<int>(number_of());
+    } else if (key.rfind("link.", 0) == 0 && key.find('.', 5) != std::string::npos) {
+      const auto dot = key.rfind('.');
+      const std::string axis = key.substr(5, dot - 5), field = key.substr(dot + 1);
+      if (field != "bandwidth" && field != "latency")
+        throw UserError(where + ": per-axis key must end in .bandwidth or .latency, got '" + key + "'");
+      LinkSpec& link = p.axis_links.try_emplace(axis, p.ici).first->second;
+      (field == "bandwidth" ? link.bandwidth : link.latency) = number_of();
+    } else {
+      throw UserError(where + ": unknown key '" + key + "'");
+    }
+  }
+  if (p.flops_fp32 <= 0 || p.hbm_bandwidth <= 0 || p.ici.bandwidth <= 0)
+    throw UserError(path + ": flops_fp32, hbm_bandwidth and ici.bandwidth must be positive");
+  return p;
+}
+
+}  // namespace shardlab::cost

@@ -1,0 +1,75 @@
+// Hardware profiles: the chips of the book "How to Scale Your Model" (tables in its TPU and
+// GPU chapters) plus `local`, this cluster as measured by `shardlab-plan calibrate`.
+//
+// One definition serves the cost model and the mesh's link emulation. Units are SI: bytes,
+// seconds, FLOP/s, bytes/s. Bandwidths are ONE direction of ONE link unless named otherwise.
+//
+//   const cost::HardwareProfile& v5e = cost::hardware("tpu-v5e");
+//   double t_hop = v5e.ici.latency + shard_bytes / v5e.ici.bandwidth;
+//   cost::LinkSpec tensor_link = cost::hardware("local").link("tensor");   // per-axis figure
+//
+// `local` is read on first use from local_profile_path() (see docs/cost_model.md for the
+// file format); without a file it is an uncalibrated placeholder (calibrated == false).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardlab::cost {
+
+// A point-to-point link: what one hop costs.
+struct LinkSpec {
+  double bandwidth = 0;  // bytes/s, one direction of one link
+  double latency = 0;    // seconds per hop (fixed cost of a transfer)
+};
+
+// How the chips of one fast domain (a TPU pod, a GPU node) are wired.
+enum class Interconnect {
+  kTorus,     // TPU ICI: nearest-neighbour links along each torus axis (DESIGN's mesh too)
+  kSwitched,  // GPU NVLink through NVSwitch: every GPU reaches every other at full egress
+};
+
+struct HardwareProfile {
+  std::string name;         // lookup key, e.g. "tpu-v5e"
+  std::string description;  // one line for humans
+  // Peak dense matmul throughput per chip (FLOP/s; OP/s for int8). 0 where unsupported.
+  double flops_bf16 = 0;
+  double flops_fp32 = 0;
+  double flops_int8 = 0;
+  double flops_fp8 = 0;
+  double hbm_bytes = 0;      // accelerator memory per chip (RAM per rank for `local`)
+  double hbm_bandwidth = 0;  // bytes/s per chip
+  Interconnect interconnect = Interconnect::kTorus;
+  LinkSpec ici;  // TPU: one ICI link; GPU: one GPU's whole NVLink egress; local: default axis link
+  LinkSpec dcn;  // beyond the fast domain: TPU DCN per chip; GPU InfiniBand NIC per GPU
+  // Torus only: how many physical axes a full pod has (3 for v4p/v5p, 2 for v3/v5e/v6e),
+  // and which axes get wraparound links: an axis whose size is a multiple of
+  // wraparound_granule (v4p/v5p: 4, the cube edge; v5e/v6e: 16, only a full pod edge).
+  int torus_axes = 1;
+  bool wraparound = false;
+  int wraparound_granule = 1;
+  int node_size = 1;  // chips in one fast domain: GPUs per NVLink node, TPU chips per pod
+  bool calibrated = true;  // false only for a `local` profile that was never measured
+  std::map<std::string, LinkSpec> axis_links;  // `local`: measured link per mesh axis name
+
+  // The link of a mesh axis: the calibrated per-axis figure if there is one, else ici.
+  LinkSpec link(const std::string& axis) const;
+  // Whether a torus axis of `axis_size` chips has wraparound links on this hardware.
+  bool axis_wraps(int axis_size) const;
+};
+
+// The profile called `name` (case-insensitive). Throws UserError naming the known profiles.
+// `local` is loaded once from local_profile_path() and cached for the process.
+const HardwareProfile& hardware(const std::string& name);
+// Every known name, book chips first, then "local".
+std::vector<std::string> hardware_names();
+
+// Where `local` lives: $SHARDLAB_LOCAL_PROFILE if set, else ./shardlab_local.profile.
+std::string local_profile_path();
+// Read/write a profile file ("key = value" lines; docs/cost_model.md). Throws UserError on
+// a missing file, an unknown key or a malformed value, naming the file and line.
+HardwareProfile load_profile(const std::string& path);
+void save_profile(const HardwareProfile& profile, const std::string& path);
+
+}  // namespace shardlab::cost

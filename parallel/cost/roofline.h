@@ -1,0 +1,71 @@
+// Roofline of one operation (book chapter "roofline"): FLOPs against bytes moved.
+//
+//   T_math  = FLOPs / peak FLOP/s          T_comms = bytes / bandwidth
+//   lower bound = max(T_math, T_comms)  (perfect overlap), upper bound = T_math + T_comms
+//   intensity = FLOPs / bytes; the op is compute-bound iff intensity > peak / bandwidth
+//   (the chip's critical intensity, e.g. 1.97e14 / 8.1e11 = 243 FLOPs/byte on TPU v5e).
+//
+// Matmul shapes: X[B,D] . W[D,F] -> Y[B,F] (B batch of tokens, D contracting, F output);
+// activations (X, Y) and weights (W) may have different dtypes; the math runs in the wider.
+//
+//   MatmulSpec m{.b = 512, .d = 8192, .f = 32768, .x = DType::kBf16, .w = DType::kInt8};
+//   Roofline r = matmul_roofline(m, hardware("tpu-v5e"));   // r.compute_bound, r.lower_bound
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "parallel/cost/hardware.h"
+
+namespace shardlab::cost {
+
+enum class DType { kFp32, kBf16, kFp8, kInt8 };
+
+DType parse_dtype(const std::string& name);  // fp32|f32, bf16, fp8, int8; throws UserError
+std::string to_string(DType dtype);
+double bytes_of(DType dtype);
+// The wider of two operand dtypes: the one the matmul units must run in.
+DType compute_dtype(DType a, DType b);
+// Peak FLOP/s of `hw` in `dtype`; throws UserError where the chip has none (fp8 on A100).
+double peak_flops(const HardwareProfile& hw, DType dtype);
+// FLOPs per byte of HBM traffic above which an op in `dtype` is compute-bound.
+double critical_intensity(const HardwareProfile& hw, DType dtype);
+
+struct Roofline {
+  double flops = 0;
+  double bytes = 0;               // memory (or network) bytes moved
+  double intensity = 0;           // flops / bytes
+  double critical_intensity = 0;  // peak_flops / bandwidth
+  double t_math = 0;              // seconds
+  double t_comms = 0;             // seconds
+  double lower_bound = 0;         // max(t_math, t_comms)
+  double upper_bound = 0;         // t_math + t_comms
+  bool compute_bound = false;     // t_math >= t_comms
+};
+
+Roofline roofline(double flops, double bytes, double peak_flops, double bandwidth);
+
+struct MatmulSpec {
+  int64_t b = 0, d = 0, f = 0;
+  DType x = DType::kBf16;    // input activations
+  DType w = DType::kBf16;    // weights
+  DType out = DType::kBf16;  // output activations (written back)
+};
+
+// 2BDF FLOPs against loading X and W and writing Y from/to HBM.
+Roofline matmul_roofline(const MatmulSpec& m, const HardwareProfile& hw);
+// The batch B above which the matmul is compute-bound, solving intensity(B) = critical
+// exactly for the given D and F (-> critical * bytes(W) / 2 when B << D, F). Infinite when
+// no batch makes it compute-bound.
+double matmul_critical_batch(const MatmulSpec& m, const HardwareProfile& hw);
+
+// Network roofline (book: "a 2-chip matmul"): W sharded on the contracting dim D over
+// `shards` chips of one axis; each chip multiplies its slice, then the [B,F] partial sums
+// are all-reduced over the axis (see collective.h). t_comms is that all-reduce.
+struct ShardedMatmul {
+  Roofline roofline;
+  double critical_d = 0;  // D above which t_math >= t_comms (independent of B)
+};
+ShardedMatmul contraction_sharded_matmul(const MatmulSpec& m, int shards, const HardwareProfile& hw);
+
+}  // namespace shardlab::cost

@@ -1,0 +1,211 @@
+#include "parallel/cost/strategies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "framework/error.h"
+
+namespace shardlab::cost {
+
+double dp_critical_batch(const HardwareProfile& hw, int axes, bool across_nodes, DType compute) {
+  return peak_flops(hw, compute) / allgather_bandwidth(hw, axes, across_nodes);
+}
+
+double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes, DType compute) {
+  return axes * static_cast<double>(d_ff) * allgather_bandwidth(hw, 1) / peak_flops(hw, compute);
+}
+
+double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
+                              DType compute) {
+  const double alpha = dp_critical_batch(hw, 1, false, compute);
+  return alpha * alpha / (fsdp_axes * tensor_axes * static_cast<double>(d_ff));
+}
+
+FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,
+                                  double tensor_axes) {
+  if (chips < 1 || batch_tokens <= 0 || d_ff <= 0)
+    throw UserError("FSDP/TP split needs positive chips, batch and F");
+  FsdpTpSplit s;
+  s.x_opt = std::sqrt(batch_tokens * chips * fsdp_axes / (static_cast<double>(d_ff) * tensor_axes));
+  const int max_log = static_cast<int>(std::floor(std::log2(chips)));
+  const int x_log = std::clamp(static_cast<int>(std::lround(std::log2(std::max(s.x_opt, 1.0)))), 0, max_log);
+  s.fsdp = 1 << x_log;
+  s.tensor = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(chips) / s.fsdp)));
+  return s;
+}
+
+std::string Layout::describe() const {
+  std::ostringstream out;
+  const std::pair<const char*, int> axes[] = {
+      {"data", data}, {"fsdp", fsdp}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
+  for (const auto& [name, size] : axes)
+    if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
+  if (out.tellp() == 0) out << "single chip";
+  if (microbatches > 1) out << " (microbatches " << microbatches << ")";
+  return out.str();
+}
+
+std::string Layout::strategy() const {
+  std::string s;
+  const std::pair<const char*, int> parts[] = {
+      {"DP", data}, {"FSDP", fsdp}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
+  for (const auto& [name, size] : parts)
+    if (size > 1) {
+      if (!s.empty()) s += '+';
+      s += name;
+    }
+  return s.empty() ? "single" : s;
+}
+
+std::string layout_problem(const TrainConfig& c, const Layout& l) {
+  const TransformerShape& m = c.model;
+  auto say = [](const std::string& what, int size, const std::string& dim, int64_t value) {
+    return what + "=" + std::to_string(size) + " does not divide " + dim + "=" + std::to_string(value);
+  };
+  for (int size : {l.data, l.fsdp, l.pipe, l.expert, l.tensor, l.microbatches})
+    if (size < 1) return "every axis size and the microbatch count must be >= 1";
+  if (m.heads % l.tensor) return say("tensor", l.tensor, "heads N", m.heads);
+  if (m.kv_heads % l.tensor && l.tensor % m.kv_heads) return say("tensor", l.tensor, "kv_heads K", m.kv_heads);
+  if (m.d_ff % l.tensor) return say("tensor", l.tensor, "d_ff F", m.d_ff);
+  if (m.layers % l.pipe) return say("pipe", l.pipe, "layers L", m.layers);
+  if (l.expert > 1 && (m.experts == 0 || m.experts % l.expert))
+    return say("expert", l.expert, "experts E", m.experts);
+  const double sequences = c.batch_tokens / m.context;
+  const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
+  if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
+    return "batch of " + std::to_string(static_cast<int64_t>(sequences)) + " sequences does not split into " +
+           std::to_string(static_cast<int64_t>(split)) + " (data x fsdp x expert x microbatches)";
+  return "";
+}
+
+CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inner, int chips,
+                               const HardwareProfile& hw) {
+  if (size <= 1) return {};
+  if (hw.interconnect == Interconnect::kSwitched) {
+    if (inner * size <= hw.node_size) return gpu_collective(op, bytes, size, hw);
+    if (inner >= hw.node_size) {
+      CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
+      c.path = "infiniband";
+      return c;
+    }
+    HardwareProfile part = hw;  // this group's share of each node
+    part.node_size = hw.node_size / inner;
+    return gpu_collective(op, bytes, size, part);
+  }
+  if (inner >= hw.node_size) {  // pods side by side: each chip's own DCN share
+    CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
+    c.path = "dcn";
+    return c;
+  }
+  const double domain = std::min(chips, hw.node_size);
+  const double side = std::pow(domain, 1.0 / hw.torus_axes);
+  const int spans = side > 1.5 ? std::clamp(static_cast<int>(std::lround(std::log(size) / std::log(side))), 1,
+                                            hw.torus_axes)
+                               : 1;
+  const int ring = std::max(2, static_cast<int>(std::lround(std::pow(size, 1.0 / spans))));
+  const bool whole_side = ring >= static_cast<int>(std::lround(side));
+  std::vector<RingAxis> axes(spans, RingAxis{ring, whole_side && hw.axis_wraps(ring)});
+  return torus_collective(op, bytes, axes, hw.ici, true);
+}
+
+namespace {
+
+struct AxisSpec {
+  const char* name;
+  int size;
+  int inner;  // chips on axes nested inside this one
+};
+
+}  // namespace
+
+StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const HardwareProfile& hw) {
+  if (const std::string problem = layout_problem(c, l); !problem.empty()) throw UserError(problem);
+  const TransformerShape& m = c.model;
+  const ParamCounts p = count_params(m);
+  const int chips = l.chips();
+  const double t = l.tensor, pp = l.pipe, f = l.fsdp, e = l.expert, mb = l.microbatches;
+  const double layers_per_stage = m.layers / pp;
+  const double replicas = static_cast<double>(l.data) * l.fsdp * l.expert;
+  const double tokens_per_replica = c.batch_tokens / replicas;
+  const double expert_params = m.experts > 0 ? p.mlp : 0;
+  const double dense_params = p.total - expert_params;
+  const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
+  const double act_bytes = bytes_of(c.precision.activations);
+
+  // Axes innermost first, so each knows how many chips sit inside it.
+  const AxisSpec tensor{"tensor", l.tensor, 1};
+  const AxisSpec expert{"expert", l.expert, l.tensor};
+  const AxisSpec pipe{"pipe", l.pipe, l.tensor * l.expert};
+  const AxisSpec fsdp{"fsdp", l.fsdp, l.tensor * l.expert * l.pipe};
+  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp};
+
+  StepEstimate s;
+  s.layout = l;
+  auto add = [&](const AxisSpec& axis, CollectiveOp op, const std::string& what, double bytes, int count) {
+    if (axis.size <= 1 || count == 0 || bytes <= 0) return;
+    const CollectiveCost one = axis_collective(op, bytes, axis.size, axis.inner, chips, hw);
+    s.comms.push_back({axis.name, what, op, bytes, count, count * one.seconds, one.path});
+  };
+
+  // Parameters held by one chip of a (tensor x pipe [x expert]) model-parallel group.
+  const double model_shard = dense_params / (t * pp) + expert_params / (t * pp * e);
+  const int per_microbatch = static_cast<int>(mb);
+  add(fsdp, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
+      2 * per_microbatch);
+  add(fsdp, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", grad_bytes * model_shard, per_microbatch);
+  add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", grad_bytes * model_shard / f, 1);
+  add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
+
+  const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
+  const int remat_passes = c.remat == Remat::kFull ? 3 : 2;  // forward (+ recompute) + backward
+  add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
+      mb_tokens_group * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+  if (m.experts > 0)
+    add(expert, CollectiveOp::kAllToAll, "all_to_all(tokens) dispatch+combine",
+        mb_tokens_group * e * m.top_k * m.d_model * act_bytes / t,
+        static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+  if (l.pipe > 1) {  // a send of one microbatch's activations = an all_gather of 2 shards
+    const double send = mb_tokens_group * m.d_model * act_bytes;
+    const CollectiveCost one = axis_collective(CollectiveOp::kAllGather, 2 * send, 2, pipe.inner, chips, hw);
+    s.comms.push_back({"pipe", "send/recv(activations, grads)", CollectiveOp::kAllGather, send,
+                       static_cast<int>(2 * mb), 2 * mb * one.seconds, one.path});
+  }
+
+  s.flops_per_chip = train_flops_per_token(m, c.remat) * c.batch_tokens / chips;
+  s.bubble_fraction = (pp - 1) / (mb + pp - 1);
+  s.compute_seconds = s.flops_per_chip / (peak_flops(hw, c.precision.compute) * c.efficiency) /
+                      (1 - s.bubble_fraction);
+  std::map<std::string, double> per_axis;
+  for (const AxisComm& comm : s.comms) {
+    s.comm_seconds += comm.seconds;
+    per_axis[comm.axis] += comm.seconds;
+  }
+  s.bottleneck = "compute";
+  if (s.comm_seconds > s.compute_seconds)
+    s.bottleneck = std::max_element(per_axis.begin(), per_axis.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  s.compute_bound = s.compute_seconds >= s.comm_seconds;
+  s.step_seconds = std::max(s.compute_seconds, s.comm_seconds);
+  s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
+
+  const double state_shard = model_shard / f;
+  const double fsdp_buffer = l.fsdp > 1 ? 2 * model_shard / layers_per_stage : 0;  // 2 layers gathered
+  s.memory.params = param_bytes * (state_shard + fsdp_buffer);
+  s.memory.grads = grad_bytes * state_shard;
+  s.memory.optimizer = c.precision.optimizer_bytes * state_shard;
+  const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
+  s.memory.activations = activation_bytes(mb_tokens_group * in_flight, 1,
+                                          saved_activations_per_token_layer(m, c.remat) / t, c.precision.activations) *
+                         layers_per_stage;
+  s.fits = s.memory.total() <= hw.hbm_bytes;
+  return s;
+}
+
+double predicted_train_step_seconds(const TransformerShape& shape, int64_t tokens, const HardwareProfile& hw,
+                                    DType compute, Remat remat) {
+  return train_flops_per_token(shape, remat) * static_cast<double>(tokens) / peak_flops(hw, compute);
+}
+
+}  // namespace shardlab::cost

@@ -1,0 +1,117 @@
+// Transformer arithmetic (book chapter "transformers"): parameter counts by part, FLOPs per
+// token, KV-cache bytes, and training memory under each rematerialisation policy.
+//
+// Dimension letters: L layers, D model width, F MLP hidden (per expert), N query heads,
+// K key/value heads (K < N: grouped-query attention), H head dim, V vocab, E experts
+// (0 = dense), k experts per token, T context (sequence length attention spans).
+//
+//   TransformerShape s = model_preset("llama3-70b");
+//   ParamCounts p = count_params(s);                         // p.total ~ 70.55e9
+//   double flops = train_flops_per_token(s, Remat::kNone);  // ~ 6 p.matmul + 12 T N H L
+//   double kv = kv_bytes_per_token(s, DType::kInt8);        // 2 L K H = 163,840 B
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/nn/config.h"
+#include "parallel/cost/roofline.h"
+
+namespace shardlab::cost {
+
+struct TransformerShape {
+  std::string name;
+  int64_t layers = 0;    // L
+  int64_t d_model = 0;   // D
+  int64_t d_ff = 0;      // F (per expert for MoE)
+  int64_t heads = 0;     // N
+  int64_t kv_heads = 0;  // K
+  int64_t head_dim = 0;  // H
+  int64_t vocab = 0;     // V
+  int64_t context = 0;   // T used for attention FLOPs (training / prefill length)
+  int64_t experts = 0;   // E; 0 = dense MLP
+  int64_t top_k = 1;     // experts per token when E > 0
+  int64_t learned_positions = 0;  // rows of a learned position table (GPT-2); 0 = RoPE
+  bool gated_mlp = true;       // SwiGLU (3 matrices) vs GELU (2)
+  bool layer_norm = false;     // LayerNorm (weight + bias) vs RMSNorm (weight)
+  bool bias = false;           // biases on every linear layer (GPT-2)
+  bool tied_embeddings = false;
+
+  // Throws UserError naming a non-positive size or K not dividing N.
+  void validate() const;
+  std::string describe() const;  // one line, e.g. "llama3-70b: L=80 D=8192 ..."
+};
+
+// Named real models (gpt2-124m ... llama3-405b, mixtral-8x7b) and shardlab's own presets.
+TransformerShape model_preset(const std::string& name);  // throws UserError listing names
+std::vector<std::string> model_preset_names();
+// The shape of a framework model config (what train_gpt builds).
+TransformerShape shape_of(const nn::ModelConfig& config);
+
+// Parameter counts. For MoE `mlp` holds all E experts; `active` counts k of them.
+struct ParamCounts {
+  double attention = 0;    // Q, K, V, O projections (+ biases), all layers
+  double mlp = 0;          // MLP or experts, all layers
+  double router = 0;       // D x E per MoE layer
+  double norms = 0;        // per-layer and final norms
+  double embedding = 0;    // token table V x D (also the output layer when tied)
+  double unembedding = 0;  // separate output projection V x D (0 when tied)
+  double positions = 0;    // learned position table
+  double total = 0;
+  double active = 0;       // parameters a token touches (MoE: k of E experts)
+  double matmul = 0;       // active parameters used in matmuls: the N of "6N"
+};
+ParamCounts count_params(const TransformerShape& s);
+
+// FLOPs per token. Matmuls: 2 per parameter forward, 4 backward. Attention scores and
+// values: 4 T N H per layer forward (QK^T and AV over the full T x T square; kernels that
+// skip the causal half do half). Training = 3 x forward; full remat adds one forward.
+double forward_flops_per_token(const TransformerShape& s, int64_t context);
+double attention_flops_per_token(const TransformerShape& s, int64_t context);  // forward only
+enum class Remat {
+  kNone,                  // keep every intermediate
+  kFull,                  // keep each block's input; recompute the block in backward
+  kSaveMatmulOutputs,     // keep the outputs of every linear layer; recompute the rest
+  kSaveMlpMatmulOutputs,  // the book's policy: keep only the MLP matmul outputs (D + 2F)
+};
+Remat parse_remat(const std::string& name);  // none | full | save-matmul | save-mlp-matmul
+std::string to_string(Remat remat);
+double train_flops_per_token(const TransformerShape& s, Remat remat = Remat::kNone);
+// The 6N rule: 6 x params x tokens (the book's estimate of a training run's FLOPs).
+double train_flops(double params, double tokens);
+// Context length at which attention FLOPs equal the Q/K/V/O projection FLOPs: D (N+K) / N
+// (T = 2D for multi-head attention).
+double attention_crossover_context(const TransformerShape& s);
+
+// KV cache: 2 L K H elements per token.
+double kv_bytes_per_token(const TransformerShape& s, DType kv);
+
+// Activations saved for backward, elements per token per layer (bf16 bytes = 2 x this).
+// none counts: norm inputs and outputs 4D, Q/K/V/attention output 2NH + 2KH, MLP 4F gated
+// (gate, up, activation, product) or 2F plain; attention probabilities are not stored
+// (fused attention keeps only row statistics). ~19 D for LLaMA-2 13B, the book's "~20".
+double saved_activations_per_token_layer(const TransformerShape& s, Remat remat);
+// bytes = tokens x layers x width x bytes(dtype)
+double activation_bytes(double tokens, int64_t layers, double width, DType dtype);
+
+// Bytes per parameter of each piece of training state.
+struct TrainingPrecision {
+  DType params = DType::kBf16;
+  DType grads = DType::kBf16;
+  double optimizer_bytes = 8;  // Adam: fp32 first and second moments (add 4 for fp32 master)
+  DType activations = DType::kBf16;
+  DType compute = DType::kBf16;  // the matmul units used
+};
+// fp32 everywhere (shardlab on CPU): 4-byte params/grads/activations, Adam 8.
+TrainingPrecision fp32_training();
+
+struct TrainingMemory {
+  double params = 0, grads = 0, optimizer = 0, activations = 0;
+  double total() const { return params + grads + optimizer + activations; }
+};
+// The whole (unsharded) model training on `tokens` tokens at once.
+TrainingMemory training_memory(const TransformerShape& s, double tokens, Remat remat,
+                               const TrainingPrecision& precision);
+
+}  // namespace shardlab::cost

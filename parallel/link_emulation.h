@@ -1,0 +1,81 @@
+// Link emulation: make each mesh axis behave like a link of a hardware profile (DESIGN 2).
+//
+// Every axis carries a cost::LinkSpec {bandwidth, latency} taken from a hardware profile
+// (profile.link(axis name): the book's ICI figures, or `local` as measured) and a scale
+// factor. One neighbour transfer of b bytes then takes
+//     hop_seconds = link_scale * (latency + b / bandwidth).
+// link_scale keeps the target chip's compute-to-bandwidth ratio on a slower CPU: a CPU
+// 1000x slower than a TPU at matmuls should see links 1000x slower, link_scale = 1000.
+//
+// Modes:
+//   off      measure this cluster as it is (predictions are still recorded);
+//   account  also record, per collective, the time its hops would take on the emulated
+//            links (CommRecord::emulated) beside the measured time;
+//   delay    hold every neighbour transfer until the emulated link would have finished
+//            it, so wall-clock time follows the emulated interconnect. Native collectives,
+//            whose hops MPI hides, are held for their predicted time as a whole.
+//
+//   mesh.context().links.configure(LinkMode::kDelay, cost::hardware("tpu-v5e"), 1000.0);
+//
+// predict_seconds() asks the cost model (cost::collective_time, the book's ring/torus
+// formulas) for each axis the collective runs on -- unidirectional for ring, bidirectional
+// otherwise, a line where the axis has no wraparound -- with the scaled links, and sums
+// the per-axis steps of a multi-axis collective. ppermute and send/recv, which the cost
+// model does not cover, are hops x hop_seconds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parallel/collective_types.h"
+#include "parallel/cost/hardware.h"
+
+namespace shardlab::parallel {
+
+class AxisGroup;
+
+enum class LinkMode { kOff, kAccount, kDelay };
+LinkMode parse_link_mode(const std::string& name);  // "off" | "account" | "delay"
+std::string to_string(LinkMode mode);
+
+class LinkEmulation {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Mode off; every axis gets the `local` profile's link for its name.
+  explicit LinkEmulation(std::vector<std::string> axis_names);
+
+  // Sets mode and scale and takes every axis's link from `profile` (profile.link(name)).
+  void configure(LinkMode mode, const cost::HardwareProfile& profile, double link_scale = 1.0);
+  void set_axis_link(int axis, cost::LinkSpec link);  // override one axis (e.g. a DCN axis)
+
+  LinkMode mode() const { return mode_; }
+  double link_scale() const { return link_scale_; }
+  const std::string& profile_name() const { return profile_name_; }
+  const cost::LinkSpec& link(int axis) const { return links_.at(axis); }
+
+  // Emulated seconds of one neighbour transfer of `bytes` on mesh axis `axis`.
+  double hop_seconds(int axis, int64_t bytes) const;
+
+  // Predicted seconds of a whole collective on the emulated links. `bytes` is the
+  // collective's size as the trace counts it (collectives.h).
+  double predict_seconds(CollectiveOp op, Algorithm algorithm, const AxisGroup& group, int64_t bytes,
+                         int shift = 1) const;
+
+  // In delay mode, sleeps until `start + seconds`; otherwise returns at once.
+  void hold(Clock::time_point start, double seconds) const;
+
+ private:
+  double axis_seconds(CollectiveOp op, Algorithm algorithm, int axis, int size, bool wraparound,
+                      int64_t bytes, int shift) const;
+
+  std::vector<std::string> axis_names_;
+  std::vector<cost::LinkSpec> links_;
+  std::string profile_name_ = "local";
+  LinkMode mode_ = LinkMode::kOff;
+  double link_scale_ = 1.0;
+};
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,117 @@
+// Schedule: a collective written as a list of neighbour steps, and the runner that
+// executes it -- the machinery under the ring and bidir algorithms (ring_algorithms.h).
+//
+// A step is what happens in one tick of the ring: copies that prepare it, the messages
+// it sends and receives on one axis (MPI_Isend/Irecv, all in flight at once, e.g. both
+// ring directions of bidir), then reductions and copies of what arrived. The schedule
+// owns its scratch buffers; every pointer in its steps points into them or into the
+// caller's buffers, which must stay alive until the run completes.
+//
+// The runner advances step by step, either blocking (wait) or without blocking (test),
+// which is how async collectives make progress between compute ops. Under link emulation
+// each step accounts, and in delay mode holds, the time its largest message takes on
+// the emulated link of its axis.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "parallel/collective_types.h"
+#include "parallel/link_emulation.h"
+
+namespace shardlab::parallel {
+
+// One message of a step; `peer` is a rank of the step's communicator.
+struct Send {
+  int peer;
+  const float* data;
+  int64_t count;
+  int tag;
+};
+
+struct Recv {
+  int peer;
+  float* data;
+  int64_t count;
+  int tag;
+};
+
+struct Combine {
+  float* dst;
+  const float* src;
+  int64_t count;
+};
+
+struct Step {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int axis = 0;  // mesh axis index, for the link model
+  std::vector<Combine> pre_copies;  // dst = src, before the messages are posted
+  std::vector<Send> sends;
+  std::vector<Recv> recvs;
+  std::vector<Combine> reduces;     // dst = op(dst, src), after the messages arrived
+  std::vector<Combine> post_copies; // dst = src, after the reductions
+};
+
+// Scratch buffers reused across collectives: a fresh multi-MiB allocation costs page
+// faults on every call, which at 64 MiB is slower than the transfer itself.
+class ScratchPool {
+ public:
+  std::vector<float> take(int64_t count);  // at least `count` floats, contents unspecified
+  void give(std::vector<float> buffer);
+
+ private:
+  std::vector<std::vector<float>> free_;
+};
+
+class Schedule {
+ public:
+  explicit Schedule(ScratchPool& pool) : pool_(&pool) {}
+  ~Schedule();
+  Schedule(Schedule&&) = default;
+  Schedule& operator=(Schedule&&) = delete;
+
+  ReduceOp op = ReduceOp::kSum;
+  std::vector<Step> steps;
+
+  // A buffer of `count` floats held by the schedule until it is destroyed (then back to
+  // the pool); the pointer stays valid for the schedule's life, moves included.
+  float* scratch(int64_t count);
+
+ private:
+  ScratchPool* pool_;
+  std::deque<std::vector<float>> buffers_;
+};
+
+class ScheduleRun {
+ public:
+  ScheduleRun(Schedule schedule, const LinkEmulation& links);
+  ScheduleRun(const ScheduleRun&) = delete;
+  ScheduleRun& operator=(const ScheduleRun&) = delete;
+
+  bool test();  // advances without blocking; true once every step is done
+  void wait();
+  double emulated_seconds() const { return emulated_; }
+
+ private:
+  bool advance(bool block);
+  void post_step();
+  void finish_step();
+
+  Schedule schedule_;
+  const LinkEmulation& links_;
+  size_t step_ = 0;
+  bool posted_ = false;
+  std::vector<MPI_Request> requests_;
+  std::chrono::steady_clock::time_point step_start_;
+  double step_seconds_ = 0;  // emulated time of the current step
+  double emulated_ = 0;
+};
+
+// dst = op(dst, src) elementwise.
+void reduce_into(ReduceOp op, float* dst, const float* src, int64_t count);
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,184 @@
+// Link emulation (account and delay), per-axis totals and the merged Chrome trace.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cctype>
+#include <chrono>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "parallel/collectives.h"
+#include "parallel/comm_trace.h"
+#include "parallel/mesh.h"
+
+using namespace shardlab;
+using namespace shardlab::parallel;
+
+namespace {
+
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+double timed(const std::function<void()>& body) {
+  auto t0 = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Just enough of a JSON reader to prove the trace is valid JSON and to walk its events.
+struct JsonReader {
+  const std::string& s;
+  size_t i = 0;
+  void ws() {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  void expect(char c) {
+    ws();
+    if (i >= s.size() || s[i] != c) throw std::runtime_error("JSON: expected '" + std::string(1, c) + "' at " + std::to_string(i));
+    ++i;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i < s.size() && s[i] != '"') {
+      if (s[i] == '\\') ++i;
+      out += s[i++];
+    }
+    expect('"');
+    return out;
+  }
+  // Returns the value as text for scalars; objects are flattened into `fields` (key -> text).
+  std::string value(std::map<std::string, std::string>* fields = nullptr) {
+    ws();
+    if (s[i] == '{') {
+      ++i;
+      ws();
+      if (s[i] == '}') return ++i, "{}";
+      do {
+        std::string key = string();
+        expect(':');
+        std::string v = value();
+        if (fields) (*fields)[key] = v;
+        ws();
+      } while (s[i] == ',' && ++i);
+      expect('}');
+      return "{}";
+    }
+    if (s[i] == '[') throw std::runtime_error("JSON: nested array unexpected");
+    if (s[i] == '"') return string();
+    size_t start = i;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '-' || s[i] == '+' || s[i] == '.')) ++i;
+    if (start == i) throw std::runtime_error("JSON: bad value at " + std::to_string(i));
+    return s.substr(start, i - start);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("delay mode makes a collective take at least its emulated time, and not wildly more") {
+  if (world_size() == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(world_size()));
+  const AxisGroup& g = mesh.axis("data");
+  LinkEmulation& links = mesh.context().links;
+  // tpu-v5e links slowed 20000x: 1 MiB chunks then take tens of milliseconds per hop.
+  links.configure(LinkMode::kDelay, cost::hardware("tpu-v5e"), 20000.0);
+  std::vector<float> in(32768, 1.0f), out(32768 * g.size());
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kBidir, Algorithm::kNative}) {
+    CAPTURE(to_string(a));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double wall = timed([&] { all_gather(g, in, out, a); });
+    const double emulated = mesh.context().trace.totals().front().emulated;
+    mesh.context().trace.clear();
+    CHECK(emulated > 0.01);
+    CHECK(wall >= emulated * 0.999);
+    CHECK(wall < 2.0 * emulated + 0.25);
+  }
+}
+
+TEST_CASE("account mode records emulated time without waiting for it") {
+  if (world_size() == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(world_size()));
+  mesh.context().links.configure(LinkMode::kAccount, cost::hardware("tpu-v5e"), 1e6);
+  std::vector<float> v(1024, 1.0f);
+  const double wall = timed([&] { all_reduce(mesh.axis("data"), v, ReduceOp::kSum, Algorithm::kRing); });
+  const GroupTotals& t = mesh.context().trace.totals().front();
+  CHECK(t.emulated > 1.0);  // a million-fold slower v5e link: seconds of emulated time
+  CHECK(t.predicted > 0.1);
+  CHECK(wall < 0.5 * t.emulated);
+}
+
+TEST_CASE("per-axis totals normalise bus bandwidth by the group size") {
+  CHECK(bus_factor(CollectiveOp::kAllReduce, 4) == doctest::Approx(1.5));
+  CHECK(bus_factor(CollectiveOp::kAllGather, 2) == doctest::Approx(0.5));
+  CHECK(bus_factor(CollectiveOp::kSend, 8) == 1.0);
+  if (world_size() < 4) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(world_size() / 2) + ",tensor=2");
+  std::vector<float> v(256, 1.0f);
+  all_reduce(mesh.axis("tensor"), v);
+  all_reduce(mesh.axis("tensor"), v);
+  all_reduce(mesh.axis("data"), v);
+  const auto& totals = mesh.context().trace.totals();
+  REQUIRE(totals.size() == 2);
+  CHECK(totals[0].group == "tensor");
+  CHECK(totals[0].count == 2);
+  CHECK(totals[0].bytes == 2 * 1024);
+  CHECK(totals[0].group_size == 2);
+  CHECK(totals[0].bus_bytes == doctest::Approx(2 * 1024 * 1.0));  // 2(n-1)/n = 1 for n = 2
+  CHECK(totals[0].bus_bandwidth() > 0);
+  CHECK(mesh.context().trace.format_summary().find("tensor") != std::string::npos);
+}
+
+TEST_CASE("the merged Chrome trace is valid JSON with every rank's events in its lanes") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, n % 2 == 0 ? "data=" + std::to_string(n / 2) + ",tensor=2" : "data=1,tensor=1");
+  CommTrace& trace = mesh.context().trace;
+  trace.set_recording(true);
+  std::vector<float> v(64, 1.0f), all(64 * mesh.size());
+  { ComputeSpan span(trace, "forward"); }
+  all_reduce(mesh.axis("tensor"), v, ReduceOp::kSum, Algorithm::kRing);
+  all_gather(mesh.all(), v, all, Algorithm::kBidir);
+  const std::string path = "test_comm_trace_np" + std::to_string(n) + ".json";
+  trace.write_chrome_trace(mesh.comm(), path);
+  if (mesh.rank() != 0) return;
+
+  std::ifstream file(path);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  const std::string text = buffer.str();
+  JsonReader json{text};
+  json.expect('{');
+  CHECK(json.string() == "displayTimeUnit");
+  json.expect(':');
+  json.value();
+  json.expect(',');
+  CHECK(json.string() == "traceEvents");
+  json.expect(':');
+  json.expect('[');
+  std::map<int, int> comm_events, compute_events;
+  do {
+    std::map<std::string, std::string> event;
+    json.value(&event);
+    const int pid = std::stoi(event.at("pid"));
+    if (event["cat"] == "comm") {
+      ++comm_events[pid];
+      CHECK(std::stod(event.at("dur")) >= 0);
+      CHECK(event.at("tid") != "0");
+    }
+    if (event["cat"] == "compute") ++compute_events[pid];
+    json.ws();
+  } while (json.s[json.i] == ',' && ++json.i);
+  json.expect(']');
+  json.expect('}');
+  const bool multi = mesh.size() > 1;
+  for (int r = 0; r < mesh.size(); ++r) {
+    CAPTURE(r);
+    CHECK(comm_events[r] == (multi ? 2 : 0));  // size-1 groups record nothing
+    CHECK(compute_events[r] == 1);
+  }
+}

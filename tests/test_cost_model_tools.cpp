@@ -1,0 +1,152 @@
+// The cost model beyond the book's figures: hardware profiles and their file, general
+// collective identities, training-step estimates around the book's crossovers, the planner.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "framework/error.h"
+#include "parallel/cost/json.h"
+#include "parallel/cost/planner.h"
+
+using namespace shardlab;
+using namespace shardlab::cost;
+
+TEST_CASE("hardware profiles: lookup, names, unknown names list the known ones") {
+  CHECK(hardware_names().size() == 10);
+  CHECK(hardware("TPU-V5P").name == "tpu-v5p");
+  CHECK(hardware("h100").interconnect == Interconnect::kSwitched);
+  CHECK_THROWS_WITH_AS(hardware("tpu-v9"), doctest::Contains("known profiles: tpu-v3, tpu-v4p"), UserError);
+  CHECK(hardware("tpu-v5e").axis_wraps(16));
+  CHECK_FALSE(hardware("tpu-v5e").axis_wraps(8));
+  CHECK(hardware("tpu-v5p").axis_wraps(8));
+}
+
+TEST_CASE("profile file: save and load round-trip, per-axis links, clear errors") {
+  HardwareProfile p = hardware("tpu-v5e");
+  p.name = "local";
+  p.axis_links["tensor"] = {2e9, 5e-6};
+  const std::string path = "test_cost_model_tools.profile";
+  save_profile(p, path);
+  const HardwareProfile q = load_profile(path);
+  CHECK(q.flops_bf16 == p.flops_bf16);
+  CHECK(q.hbm_bandwidth == p.hbm_bandwidth);
+  CHECK(q.ici.bandwidth == p.ici.bandwidth);
+  CHECK(q.wraparound_granule == 16);
+  CHECK(q.link("tensor").bandwidth == 2e9);
+  CHECK(q.link("tensor").latency == 5e-6);
+  CHECK(q.link("data").bandwidth == p.ici.bandwidth);  // no figure: the default link
+  {
+    std::ofstream bad(path);
+    bad << "flops_fp32 = 1e11\nhbm_bandwith = 2e10\n";
+  }
+  CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains((path + ":2: unknown key 'hbm_bandwith'").c_str()), UserError);
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains("shardlab-plan calibrate"), UserError);
+}
+
+TEST_CASE("collectives: identities of the ring model") {
+  const LinkSpec link{1e10, 1e-6};
+  const double v = 64e6;
+  for (int n : {2, 3, 4, 7, 8}) {
+    CAPTURE(n);
+    const auto ag = torus_collective(CollectiveOp::kAllGather, v, {{n, true}}, link);
+    CHECK(torus_collective(CollectiveOp::kReduceScatter, v, {{n, true}}, link).seconds == ag.seconds);
+    CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{n, true}}, link).seconds == doctest::Approx(2 * ag.seconds));
+    // One direction of a ring: the textbook (n-1)/n V / W.
+    CHECK(torus_collective(CollectiveOp::kAllGather, v, {{n, true}}, link, false).seconds ==
+          doctest::Approx((n - 1) * v / (n * link.bandwidth)));
+    CHECK(collective_time(CollectiveOp::kAllGather, v, n, link, true, true) == ag.seconds);
+    // A line is never faster than a ring.
+    CHECK(torus_collective(CollectiveOp::kAllGather, v, {{n, false}}, link).seconds >= ag.seconds);
+  }
+  CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{1, true}, {1, true}}, link).seconds == 0);
+  CHECK_THROWS_AS(torus_collective(CollectiveOp::kAllGather, -1, {{4, true}}, link), UserError);
+  CHECK_THROWS_WITH_AS(parse_collective_op("broadcast"), doctest::Contains("all_to_all"), UserError);
+  CHECK(parse_collective_op("AllGather") == CollectiveOp::kAllGather);
+}
+
+TEST_CASE("GPU collectives: hierarchical across nodes is bound by InfiniBand") {
+  const HardwareProfile& h100 = hardware("h100");
+  const double v = 1e9;
+  const auto node = gpu_collective(CollectiveOp::kAllReduce, v, 8, h100);
+  const auto two = gpu_collective(CollectiveOp::kAllReduce, v, 16, h100);
+  CHECK(two.path.find("infiniband") != std::string::npos);
+  CHECK(two.seconds == doctest::Approx(2 * (0.5 * v / 8 / 50e9 + 7.0 / 8 * v / 450e9)));
+  CHECK(two.seconds > node.seconds);
+  CHECK_THROWS_WITH_AS(gpu_collective(CollectiveOp::kAllGather, v, 12, h100), doctest::Contains("multiple of 8"),
+                       UserError);
+}
+
+TEST_CASE("parameter count of GPT-2 small is the known 124,439,808") {
+  CHECK(count_params(model_preset("gpt2-124m")).total == 124439808);
+  CHECK_THROWS_WITH_AS(model_preset("gpt5"), doctest::Contains("llama3-70b"), UserError);
+}
+
+namespace {
+
+TrainConfig small_model(double tokens) {
+  TrainConfig c;
+  c.model = model_preset("llama2-7b");
+  c.model.context = 512;  // keep attention small so 6N dominates, as in the book's derivation
+  c.batch_tokens = tokens;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("training step: pure FSDP turns compute-bound near the book's C/W per chip") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  // 64 chips = 4x4x4: FSDP spans 3 axes, C/W = 850. Without remat a step is 6N FLOPs per
+  // token against 3 collectives of the weights, so the crossover sits at C/W exactly.
+  CHECK(dp_critical_batch(v5p, 3) == doctest::Approx(850));
+  const Layout fsdp{.fsdp = 64};
+  const StepEstimate low = estimate_train_step(small_model(64 * 512), fsdp, v5p);     // 0.6 C/W
+  const StepEstimate high = estimate_train_step(small_model(64 * 4096), fsdp, v5p);   // 4.8 C/W
+  CHECK_FALSE(low.compute_bound);
+  CHECK(low.bottleneck == "fsdp");
+  CHECK(high.compute_bound);
+  CHECK(high.step_seconds == high.compute_seconds);
+}
+
+TEST_CASE("training step: sharding state shrinks memory per chip; pipelines pay a bubble") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  const TrainConfig c = small_model(1 << 20);
+  const StepEstimate dp = estimate_train_step(c, {.data = 8}, v5p);
+  const StepEstimate fsdp = estimate_train_step(c, {.fsdp = 8}, v5p);
+  CHECK(fsdp.memory.optimizer == doctest::Approx(dp.memory.optimizer / 8));
+  CHECK(fsdp.memory.total() < dp.memory.total());
+  const StepEstimate pp = estimate_train_step(c, {.data = 2, .pipe = 4, .microbatches = 4}, v5p);
+  CHECK(pp.bubble_fraction == doctest::Approx(3.0 / 7));
+  CHECK(pp.compute_seconds == doctest::Approx(dp.compute_seconds / (1 - 3.0 / 7)));
+  CHECK_THROWS_WITH_AS(estimate_train_step(c, {.tensor = 3}, v5p), doctest::Contains("tensor=3 does not divide"),
+                       UserError);
+}
+
+TEST_CASE("planner: ranks fitting layouts by step time and says why the others lose") {
+  TrainConfig c = small_model(1 << 20);
+  const Plan plan = plan_training(c, 16, hardware("tpu-v5p"));
+  REQUIRE(plan.feasible > 0);
+  CHECK(plan.ranked.front().verdict == "best");
+  for (size_t i = 1; i < plan.ranked.size(); ++i) {
+    CHECK_FALSE(plan.ranked[i].verdict.empty());
+    if (plan.ranked[i].estimate.fits)
+      CHECK(plan.ranked[i].estimate.step_seconds >= plan.ranked[0].estimate.step_seconds);
+  }
+  const Plan tight = plan_training(c, 1, hardware("tpu-v5e"));  // 7B with Adam on one 16 GB chip
+  CHECK(tight.feasible == 0);
+  CHECK(tight.ranked.front().verdict.rfind("does not fit", 0) == 0);
+}
+
+TEST_CASE("predicted train step for train_gpt is FLOPs over peak") {
+  HardwareProfile local = hardware("tpu-v5e");
+  local.flops_fp32 = 1e11;
+  const TransformerShape s = model_preset("gpt2-124m");
+  CHECK(predicted_train_step_seconds(s, 8192, local) == doctest::Approx(train_flops_per_token(s) * 8192 / 1e11));
+}
+
+TEST_CASE("json: nested values, escaping, non-finite numbers") {
+  Json j = Json::object();
+  j.set("a", 1.5).set("s", "q\"\n").set("list", Json::array().push(1).push(true)).set("inf", 1.0 / 0.0);
+  CHECK(j.dump(0) == "{\"a\":1.5,\"s\":\"q\\\"\\u000a\",\"list\":[1,true],\"inf\":null}");
+}
