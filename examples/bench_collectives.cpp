@@ -7,15 +7,21 @@
 //   mpirun -n 2 --mca btl self,tcp bench_collectives --csv tcp.csv
 //   mpirun -n 2 bench_collectives --calibrate auto.table            # measure `auto`
 //   mpirun -n 2 bench_collectives --overhead                        # wrapper vs bare MPI
+//   mpirun -n 2 bench_collectives --write-links shardlab_local.profile   # per-axis links
 //
-// Time is the slowest rank's mean over --iters repetitions (after one warm-up);
-// busbw = algbw * bus_factor(op, n) (comm_trace.h), comparable across group sizes.
+// The algorithms of one op and size are timed interleaved, --rounds times over: each
+// round times every algorithm for --iters repetitions (the slowest rank's mean), and a
+// row reports the best round, so that the load of other processes on the shared cores
+// falls on no algorithm in particular. busbw = algbw * bus_factor(op, n) (comm_trace.h),
+// comparable across group sizes; predicted is the cost model's time on --profile's links
+// and x_pred = measured / predicted.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -74,57 +80,133 @@ void run_once(const AxisGroup& g, CollectiveOp op, Algorithm a, std::vector<floa
   }
 }
 
-double time_collective(const AxisGroup& g, MPI_Comm comm, CollectiveOp op, Algorithm a, std::vector<float>& in,
-                       std::vector<float>& out, int64_t bytes, int iters) {
-  run_once(g, op, a, in, out, bytes);  // warm-up: connections, caches
+// The slowest rank's mean seconds of `iters` calls of f (after a barrier).
+double time_slowest(MPI_Comm comm, int iters, const std::function<void()>& f) {
   MPI_Barrier(comm);
   const double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) run_once(g, op, a, in, out, bytes);
+  for (int i = 0; i < iters; ++i) f();
   double mine = (MPI_Wtime() - t0) / iters, slowest = 0;
   MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
   return slowest;
 }
 
-// Rules for `auto`: per op, the fastest measured algorithm by size, runs merged.
-AlgorithmTable calibrated_table(const std::vector<Row>& rows) {
+// Best-of-`rounds` times of several contenders timed interleaved (see the header), each
+// warmed up once first (connections, caches, scratch buffers).
+std::vector<double> time_interleaved(MPI_Comm comm, int iters, int rounds,
+                                     const std::vector<std::function<void()>>& contenders) {
+  for (const auto& f : contenders) f();
+  std::vector<double> best(contenders.size(), 1e30);
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < contenders.size(); ++i) best[i] = std::min(best[i], time_slowest(comm, iters, contenders[i]));
+  }
+  return best;
+}
+
+// Rules for `auto` on groups of n ranks: per op, the fastest measured algorithm by size,
+// runs merged. A neighbour algorithm must beat native by 10% to be chosen: on shared
+// cores a smaller lead is within the noise, and native is the safe default.
+std::vector<AutoRule> calibrated_rules(const std::vector<Row>& rows, int n) {
   std::map<std::pair<CollectiveOp, int64_t>, const Row*> best;
   for (const Row& r : rows) {
     if (r.algorithm == Algorithm::kAuto) continue;
     auto& b = best[{r.op, r.bytes}];
-    if (!b || r.seconds < b->seconds) b = &r;
+    const double margin = r.algorithm == Algorithm::kNative ? 1.1 : b && b->algorithm == Algorithm::kNative ? 1 / 1.1 : 1;
+    if (!b || r.seconds < b->seconds * margin) b = &r;
   }
   std::vector<AutoRule> rules;
   for (auto it = best.begin(); it != best.end(); ++it) {
     auto next = std::next(it);
     const bool last_of_op = next == best.end() || next->first.first != it->first.first;
     if (!last_of_op && next->second->algorithm == it->second->algorithm) continue;
-    rules.push_back({it->first.first, last_of_op ? AlgorithmTable::kAnySize : it->first.second, it->second->algorithm});
+    rules.push_back({it->first.first, n, last_of_op ? AlgorithmTable::kAnySize : it->first.second, it->second->algorithm});
   }
-  return AlgorithmTable(rules);
+  return rules;
 }
 
 // Bare MPI_Allreduce against the wrapper (native and auto) for small messages.
-void measure_overhead(const AxisGroup& g, MPI_Comm comm, int iters, bool print) {
+void measure_overhead(const AxisGroup& g, MPI_Comm comm, int iters, int rounds, bool print) {
   if (print) std::printf("%10s %14s %14s %14s %12s\n", "bytes", "bare_mpi_us", "native_us", "auto_us", "overhead_us");
   for (int64_t bytes : {4, 64, 1024, 4096}) {
     std::vector<float> v(bytes / 4, 1.0f);
-    auto timed = [&](const std::function<void()>& f) {
-      f();
-      MPI_Barrier(comm);
-      const double t0 = MPI_Wtime();
-      for (int i = 0; i < iters; ++i) f();
-      double mine = (MPI_Wtime() - t0) / iters, slowest = 0;
-      MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-      return slowest;
-    };
-    const double bare = timed([&] { MPI_Allreduce(MPI_IN_PLACE, v.data(), v.size(), MPI_FLOAT, MPI_SUM, g.comm()); });
-    const double native = timed([&] { all_reduce(g, v, ReduceOp::kSum, Algorithm::kNative); });
-    const double automatic = timed([&] { all_reduce(g, v, ReduceOp::kSum, Algorithm::kAuto); });
+    const std::vector<double> t = time_interleaved(
+        comm, iters, rounds,
+        {[&] { MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_FLOAT, MPI_SUM, g.comm()); },
+         [&] { all_reduce(g, v, ReduceOp::kSum, Algorithm::kNative); },
+         [&] { all_reduce(g, v, ReduceOp::kSum, Algorithm::kAuto); }});
     if (print) {
-      std::printf("%10lld %14.2f %14.2f %14.2f %12.2f\n", static_cast<long long>(bytes), bare * 1e6, native * 1e6,
-                  automatic * 1e6, (native - bare) * 1e6);
+      std::printf("%10lld %14.2f %14.2f %14.2f %12.2f\n", static_cast<long long>(bytes), t[0] * 1e6, t[1] * 1e6,
+                  t[2] * 1e6, (t[1] - t[0]) * 1e6);
     }
   }
+}
+
+// Measures every axis of the mesh as a link -- one ring step, ppermute by 1, each rank
+// sending to one neighbour while receiving from the other -- and stores it in the
+// profile file `path` as link.<axis>.{bandwidth,latency} (hardware.h). Latency is the
+// time of a 4-byte step; bandwidth the slope between 1 MiB and 16 MiB steps.
+void write_links(const Mesh& mesh, const std::string& path, int rounds, bool root) {
+  cost::HardwareProfile profile = cost::load_profile(path);  // from shardlab-plan calibrate
+  constexpr int64_t kSmall = 4, kMid = 1 << 20, kLarge = 16 << 20;
+  std::vector<float> in(kLarge / 4, 1.0f), out(kLarge / 4);
+  for (const std::string& name : kAxisNames) {
+    if (!mesh.has_axis(name) || mesh.axis_size(name) == 1) continue;
+    const AxisGroup& axis = mesh.axis(name);
+    auto step_seconds = [&](int64_t bytes, int iters) {
+      const size_t count = static_cast<size_t>(bytes / 4);
+      return time_interleaved(mesh.comm(), iters, rounds, {[&] {
+                                ppermute(axis, std::span(in).first(count), std::span(out).first(count), 1, Algorithm::kRing);
+                              }})[0];
+    };
+    const double small = step_seconds(kSmall, 200), mid = step_seconds(kMid, 20), large = step_seconds(kLarge, 5);
+    const cost::LinkSpec link{static_cast<double>(kLarge - kMid) / std::max(large - mid, 1e-9), small};
+    profile.axis_links[name] = link;
+    if (root) std::printf("axis %-8s link: %.3g B/s, %.3g s per hop\n", name.c_str(), link.bandwidth, link.latency);
+  }
+  if (root) {
+    cost::save_profile(profile, path);
+    std::printf("wrote per-axis links to %s\n", path.c_str());
+  }
+}
+
+// Writes the table for this group size into `path`, keeping the rules it already holds
+// for other group sizes (so runs on 2, 4 and 8 ranks build one table), ordered by ranks.
+void save_calibration(const std::vector<Row>& rows, int n, const std::string& path) {
+  std::vector<AutoRule> rules;
+  if (std::ifstream(path)) {
+    const AlgorithmTable existing = AlgorithmTable::load(path);
+    for (const AutoRule& r : existing.rules()) {
+      if (r.max_ranks != n) rules.push_back(r);
+    }
+  }
+  for (const AutoRule& r : calibrated_rules(rows, n)) rules.push_back(r);
+  std::stable_sort(rules.begin(), rules.end(), [](const AutoRule& a, const AutoRule& b) { return a.max_ranks < b.max_ranks; });
+  AlgorithmTable(rules).save(path);
+  std::printf("wrote auto table %s (rules for %d ranks)\n", path.c_str(), n);
+}
+
+void write_csv(const std::vector<Row>& rows, int n, const std::string& path) {
+  std::ofstream csv(path);
+  if (!csv) throw UserError("cannot write " + path);
+  csv << "op,bytes,algorithm,ranks,time_s,algbw_Bps,busbw_Bps,predicted_s,speedup_vs_native\n";
+  for (const Row& r : rows) {
+    csv << to_string(r.op) << "," << r.bytes << "," << to_string(r.algorithm) << "," << n << "," << r.seconds << ","
+        << r.bytes / r.seconds << "," << r.bytes / r.seconds * bus_factor(r.op, n) << "," << r.predicted << ","
+        << (r.native_seconds > 0 ? r.native_seconds / r.seconds : 0) << "\n";
+  }
+}
+
+void write_json(const std::vector<Row>& rows, int n, const std::string& path) {
+  std::ofstream json(path);
+  if (!json) throw UserError("cannot write " + path);
+  json << "[\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    json << "  {\"op\":\"" << to_string(r.op) << "\",\"bytes\":" << r.bytes << ",\"algorithm\":\""
+         << to_string(r.algorithm) << "\",\"ranks\":" << n << ",\"time_s\":" << r.seconds
+         << ",\"busbw_Bps\":" << r.bytes / r.seconds * bus_factor(r.op, n) << ",\"predicted_s\":" << r.predicted
+         << ",\"speedup_vs_native\":" << (r.native_seconds > 0 ? r.native_seconds / r.seconds : 0) << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  json << "]\n";
 }
 
 int run(int argc, char** argv) {
@@ -137,14 +219,16 @@ int run(int argc, char** argv) {
       ("algorithms", "algorithms to time", cxxopts::value<std::string>()->default_value("native,ring,bidir,auto"))
       ("min-bytes", "smallest size (K, M suffixes)", cxxopts::value<std::string>()->default_value("4K"))
       ("max-bytes", "largest size", cxxopts::value<std::string>()->default_value("64M"))
-      ("iters", "repetitions per point (0: about 256 MiB of traffic, 3 to 50)", cxxopts::value<int>()->default_value("0"))
+      ("iters", "repetitions per round (0: about 64 MiB of traffic, 2 to 50)", cxxopts::value<int>()->default_value("0"))
+      ("rounds", "interleaved rounds per point; the best is reported", cxxopts::value<int>()->default_value("5"))
       ("profile", "hardware profile for predictions and emulation", cxxopts::value<std::string>()->default_value("local"))
       ("link-mode", "off, account or delay", cxxopts::value<std::string>()->default_value("off"))
       ("link-scale", "emulated link slowdown factor", cxxopts::value<double>()->default_value("1"))
       ("auto-table", "auto algorithm table to use", cxxopts::value<std::string>()->default_value(""))
       ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>()->default_value(""))
       ("json", "write the rows as JSON to this file", cxxopts::value<std::string>()->default_value(""))
-      ("calibrate", "write the measured auto table to this file", cxxopts::value<std::string>()->default_value(""))
+      ("calibrate", "add the measured auto rules for this group size to this table file", cxxopts::value<std::string>()->default_value(""))
+      ("write-links", "measure each axis's link and store it in this profile file", cxxopts::value<std::string>()->default_value(""))
       ("overhead", "measure the wrapper's overhead over bare MPI_Allreduce instead")
       ("h,help", "show this help");
   cxxopts::ParseResult args;
@@ -161,13 +245,19 @@ int run(int argc, char** argv) {
     if (root) std::printf("%s\n", options.help().c_str());
     return 0;
   }
+  const int rounds = args["rounds"].as<int>();
+  if (rounds < 1) throw UserError("--rounds " + std::to_string(rounds) + " must be at least 1");
   const std::string spec = args["mesh"].as<std::string>().empty() ? "data=" + std::to_string(world_size)
                                                                   : args["mesh"].as<std::string>();
   Mesh mesh(MPI_COMM_WORLD, spec, parse_topology(args["topology"].as<std::string>()));
   CommContext& context = mesh.context();
-  context.links.configure(parse_link_mode(args["link-mode"].as<std::string>()),
-                          cost::hardware(args["profile"].as<std::string>()), args["link-scale"].as<double>());
+  configure_link_emulation(mesh, args["profile"].as<std::string>(), args["link-mode"].as<std::string>(),
+                           args["link-scale"].as<double>());
   if (!args["auto-table"].as<std::string>().empty()) context.auto_table = AlgorithmTable::load(args["auto-table"].as<std::string>());
+  if (const std::string path = args["write-links"].as<std::string>(); !path.empty()) {
+    write_links(mesh, path, rounds, root);
+    return 0;
+  }
   std::vector<std::string> group_names;
   {
     std::stringstream in(args["axis"].as<std::string>());
@@ -177,7 +267,7 @@ int run(int argc, char** argv) {
   const int n = g.size();
 
   if (args.count("overhead")) {
-    measure_overhead(g, mesh.comm(), args["iters"].as<int>() > 0 ? args["iters"].as<int>() : 2000, root);
+    measure_overhead(g, mesh.comm(), args["iters"].as<int>() > 0 ? args["iters"].as<int>() : 2000, rounds, root);
     return 0;
   }
 
@@ -185,6 +275,7 @@ int run(int argc, char** argv) {
   for (const std::string& s : split(args["ops"].as<std::string>())) ops.push_back(parse_collective_op(s));
   std::vector<Algorithm> algorithms;
   for (const std::string& s : split(args["algorithms"].as<std::string>())) algorithms.push_back(parse_algorithm(s));
+  const bool has_native = std::count(algorithms.begin(), algorithms.end(), Algorithm::kNative) > 0;
   const int64_t min_bytes = parse_size(args["min-bytes"].as<std::string>());
   const int64_t max_bytes = parse_size(args["max-bytes"].as<std::string>());
   // Every size a multiple of 4 n bytes so each op splits it evenly over the group.
@@ -193,60 +284,41 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7);
 
   if (root) {
-    std::printf("# %s, axis %s (%d ranks), profile %s, link mode %s x%g\n", mesh.describe().c_str(), g.name().c_str(), n,
-                context.links.profile_name().c_str(), to_string(context.links.mode()).c_str(), context.links.link_scale());
-    std::printf("%-15s %10s %-7s %12s %11s %11s %13s %10s\n", "op", "bytes", "algo", "time_us", "algbw_GB/s",
-                "busbw_GB/s", "predicted_us", "x_native");
+    std::printf("# %s, axis %s (%d ranks), profile %s%s, link mode %s x%g, best of %d interleaved rounds\n",
+                mesh.describe().c_str(), g.name().c_str(), n, context.links.profile_name().c_str(),
+                cost::hardware(context.links.profile_name()).calibrated ? "" : " (NOT calibrated)",
+                to_string(context.links.mode()).c_str(), context.links.link_scale(), rounds);
+    std::printf("%-15s %10s %-7s %-7s %12s %11s %11s %13s %8s %9s\n", "op", "bytes", "algo", "runs", "time_us",
+                "algbw_GB/s", "busbw_GB/s", "predicted_us", "x_pred", "x_native");
   }
   std::vector<Row> rows;
   for (CollectiveOp op : ops) {
     for (int64_t size = min_bytes; size <= max_bytes; size *= 2) {
       const int64_t bytes = std::max(quantum, size / quantum * quantum);
       const int iters = args["iters"].as<int>() > 0 ? args["iters"].as<int>()
-                                                    : static_cast<int>(std::clamp<int64_t>((256 << 20) / bytes, 3, 50));
-      double native = 0;
-      for (Algorithm a : algorithms) {
-        const double t = time_collective(g, mesh.comm(), op, a, in, out, bytes, iters);
-        if (a == Algorithm::kNative) native = t;
-        Row row{op, a, bytes, t, context.links.predict_seconds(op, resolve_algorithm(g, op, bytes, a), g, bytes), native};
-        rows.push_back(row);
-        if (root) {
-          const double algbw = bytes / t / 1e9;
-          std::printf("%-15s %10lld %-7s %12.1f %11.3f %11.3f %13.1f %10s\n", to_string(op).c_str(),
-                      static_cast<long long>(bytes), to_string(a).c_str(), t * 1e6, algbw, algbw * bus_factor(op, n),
-                      row.predicted * 1e6, native > 0 ? std::to_string(native / t).substr(0, 5).c_str() : "-");
-        }
+                                                    : static_cast<int>(std::clamp<int64_t>((64 << 20) / bytes, 2, 50));
+      std::vector<std::function<void()>> contenders;
+      for (Algorithm a : algorithms) contenders.push_back([&, a] { run_once(g, op, a, in, out, bytes); });
+      const std::vector<double> t = time_interleaved(mesh.comm(), iters, rounds, contenders);
+      const auto native_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::kNative);
+      const double native = has_native ? t[native_at - algorithms.begin()] : 0;
+      for (size_t i = 0; i < algorithms.size(); ++i) {
+        const Algorithm runs = resolve_algorithm(g, op, bytes, algorithms[i]);
+        const Row& row = rows.emplace_back(
+            Row{op, algorithms[i], bytes, t[i], context.links.predict_seconds(op, runs, g, bytes), native});
+        if (!root) continue;
+        const double algbw = bytes / row.seconds / 1e9;
+        std::printf("%-15s %10lld %-7s %-7s %12.1f %11.3f %11.3f %13.1f %8.2f %9s\n", to_string(op).c_str(),
+                    static_cast<long long>(bytes), to_string(algorithms[i]).c_str(), to_string(runs).c_str(),
+                    row.seconds * 1e6, algbw, algbw * bus_factor(op, n), row.predicted * 1e6,
+                    row.seconds / row.predicted, has_native ? std::to_string(native / row.seconds).substr(0, 5).c_str() : "-");
       }
     }
   }
   if (!root) return 0;
-  if (const std::string path = args["csv"].as<std::string>(); !path.empty()) {
-    std::ofstream csv(path);
-    if (!csv) throw UserError("cannot write " + path);
-    csv << "op,bytes,algorithm,ranks,time_s,algbw_Bps,busbw_Bps,predicted_s,speedup_vs_native\n";
-    for (const Row& r : rows) {
-      csv << to_string(r.op) << "," << r.bytes << "," << to_string(r.algorithm) << "," << n << "," << r.seconds << ","
-          << r.bytes / r.seconds << "," << r.bytes / r.seconds * bus_factor(r.op, n) << "," << r.predicted << ","
-          << (r.native_seconds > 0 ? r.native_seconds / r.seconds : 0) << "\n";
-    }
-  }
-  if (const std::string path = args["json"].as<std::string>(); !path.empty()) {
-    std::ofstream json(path);
-    if (!json) throw UserError("cannot write " + path);
-    json << "[\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      json << "  {\"op\":\"" << to_string(r.op) << "\",\"bytes\":" << r.bytes << ",\"algorithm\":\""
-           << to_string(r.algorithm) << "\",\"ranks\":" << n << ",\"time_s\":" << r.seconds
-           << ",\"busbw_Bps\":" << r.bytes / r.seconds * bus_factor(r.op, n) << ",\"predicted_s\":" << r.predicted
-           << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    json << "]\n";
-  }
-  if (const std::string path = args["calibrate"].as<std::string>(); !path.empty()) {
-    calibrated_table(rows).save(path);
-    std::printf("wrote auto table %s\n", path.c_str());
-  }
+  if (const std::string path = args["csv"].as<std::string>(); !path.empty()) write_csv(rows, n, path);
+  if (const std::string path = args["json"].as<std::string>(); !path.empty()) write_json(rows, n, path);
+  if (const std::string path = args["calibrate"].as<std::string>(); !path.empty()) save_calibration(rows, n, path);
   return 0;
 }
 

@@ -8,7 +8,6 @@
 #include "examples/support/main_guard.h"
 #include "examples/support/sampling.h"
 #include "examples/support/training_state.h"
-#include "framework/checkpoint.h"
 
 using namespace shardlab;
 
@@ -35,13 +34,13 @@ int run(int argc, char** argv) {
   const int max_new = p["max-new"].as<int>();
   if (max_new <= 0) throw UserError("--max-new must be positive, got " + std::to_string(max_new));
 
-  const nn::ModelConfig config = cli::model_config_from(CheckpointReader(path).config(), path);
+  const nn::ModelConfig config = cli::checkpoint_model_config(path);
   if (max_new >= config.context) {
     throw UserError("--max-new " + std::to_string(max_new) + " must be below the model context " +
                     std::to_string(config.context));
   }
   nn::Transformer model(config);
-  cli::load_checkpoint(path, model, nullptr, config);
+  cli::load_weights(path, model, config);
 
   const std::string prompt = p["prompt"].as<std::string>();
   std::vector<int> ids(prompt.begin(), prompt.end());

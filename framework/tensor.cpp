@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -15,6 +18,55 @@ struct StorageHeader {
   MemoryCategory category;
 };
 constexpr size_t kAlign = 64;
+
+// Freed buffers of at least kMinCachedBytes are kept by exact size and handed to the next
+// Storage of that size. A training step allocates the same shapes every step, and fresh
+// pages from the kernel (a fault and a zeroing per 4 KiB) cost several percent of a step;
+// smaller buffers are recycled by malloc without touching the kernel anyway. At most
+// kMaxCachedBytes stay cached; beyond that buffers go back to the system.
+class BlockCache {
+ public:
+  static constexpr size_t kMinCachedBytes = 64 << 10;
+  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+
+  char* take(size_t bytes) {
+    if (bytes < kMinCachedBytes) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    char* raw = it->second.back();
+    it->second.pop_back();
+    cached_ -= bytes;
+    return raw;
+  }
+
+  void give(char* raw, size_t bytes) {
+    if (bytes >= kMinCachedBytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kMaxCachedBytes) {
+        free_[bytes].push_back(raw);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(raw);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<char*>> free_;
+  size_t cached_ = 0;
+};
+
+// Never destroyed: Storages held by static objects may be freed after main returns.
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;
+  return *cache;
+}
+
+size_t allocation_bytes(int64_t numel) {
+  return (static_cast<size_t>(numel) * sizeof(float) + kAlign - 1) / kAlign * kAlign + kAlign;
+}
 
 }  // namespace
 
@@ -31,8 +83,9 @@ std::string shape_str(const Shape& shape) {
 }
 
 Storage::Storage(int64_t numel) : numel_(numel) {
-  size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
-  char* raw = static_cast<char*>(std::aligned_alloc(kAlign, bytes + kAlign));
+  const size_t bytes = allocation_bytes(numel);
+  char* raw = block_cache().take(bytes);
+  if (raw == nullptr) raw = static_cast<char*>(std::aligned_alloc(kAlign, bytes));
   SL_ASSERT(raw != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
   auto* header = reinterpret_cast<StorageHeader*>(raw);
   header->category = MemoryTracker::current();
@@ -44,7 +97,7 @@ Storage::~Storage() {
   char* raw = reinterpret_cast<char*>(data_) - kAlign;
   MemoryTracker::on_free(reinterpret_cast<StorageHeader*>(raw)->category,
                          numel_ * static_cast<int64_t>(sizeof(float)));
-  std::free(raw);
+  block_cache().give(raw, allocation_bytes(numel_));
 }
 
 Tensor Tensor::empty(const Shape& shape) {

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs whatever Debian packages are missing, then configures and builds shardlab.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
-# Usage: launch/setup.sh [build-dir]     (default: build)
+# Usage: launch/setup.sh [build-dir [target...]]   (default: build, every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
+shift $(( $# > 0 ? 1 : 0 ))
+targets=()
+[ $# -gt 0 ] && targets=(--target "$@")
 
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libdnnl-dev libhdf5-dev libcxxopts-dev doctest-dev)
 missing=()
@@ -21,4 +24,4 @@ fi
 
 jobs=$(nproc)
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j"$jobs"
+cmake --build "$build_dir" -j"$jobs" "${targets[@]}"

@@ -14,15 +14,15 @@ AlgorithmTable AlgorithmTable::builtin() {
   // ring past 16 MiB. Elsewhere native is as fast as anything.
   using enum CollectiveOp;
   return AlgorithmTable({
-      {kReduceScatter, kAnySize, Algorithm::kRing},
-      {kAllReduce, 16 << 20, Algorithm::kNative},
-      {kAllReduce, kAnySize, Algorithm::kRing},
+      {kReduceScatter, 2, kAnySize, Algorithm::kRing},
+      {kAllReduce, 2, 16 << 20, Algorithm::kNative},
+      {kAllReduce, 2, kAnySize, Algorithm::kRing},
   });
 }
 
-Algorithm AlgorithmTable::choose(CollectiveOp op, int64_t bytes) const {
+Algorithm AlgorithmTable::choose(CollectiveOp op, int group_size, int64_t bytes) const {
   for (const AutoRule& rule : rules_) {
-    if (rule.op == op && bytes <= rule.max_bytes) return rule.algorithm;
+    if (rule.op == op && group_size <= rule.max_ranks && bytes <= rule.max_bytes) return rule.algorithm;
   }
   return Algorithm::kNative;
 }
@@ -35,23 +35,26 @@ AlgorithmTable AlgorithmTable::load(const std::string& path) {
   for (int number = 1; std::getline(in, line); ++number) {
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
-    std::string op, size, algorithm, extra;
+    std::string op, ranks, size, algorithm, extra;
     if (!(fields >> op)) continue;
     const std::string where = path + ":" + std::to_string(number) + ": ";
-    if (!(fields >> size >> algorithm) || (fields >> extra)) {
-      throw UserError(where + "expected 'op max_bytes algorithm', got '" + line + "'");
+    if (!(fields >> ranks >> size >> algorithm) || (fields >> extra)) {
+      throw UserError(where + "expected 'op max_ranks max_bytes algorithm', got '" + line + "'");
     }
-    AutoRule rule{parse_collective_op(op), kAnySize, parse_algorithm(algorithm)};
-    if (rule.algorithm == Algorithm::kAuto) throw UserError(where + "a rule cannot choose 'auto'");
-    if (size != "inf") {
+    const auto limit = [&](const std::string& text, const char* what) {
+      if (text == "inf") return kAnySize;
       size_t used = 0;
+      int64_t value = -1;
       try {
-        rule.max_bytes = std::stoll(size, &used);
+        value = std::stoll(text, &used);
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != size.size() || rule.max_bytes < 0) throw UserError(where + "max_bytes '" + size + "' is not a size");
-    }
+      if (used != text.size() || value < 0) throw UserError(where + what + " '" + text + "' is not a count or 'inf'");
+      return value;
+    };
+    AutoRule rule{parse_collective_op(op), limit(ranks, "max_ranks"), limit(size, "max_bytes"), parse_algorithm(algorithm)};
+    if (rule.algorithm == Algorithm::kAuto) throw UserError(where + "a rule cannot choose 'auto'");
     rules.push_back(rule);
   }
   return AlgorithmTable(std::move(rules));
@@ -61,10 +64,10 @@ void AlgorithmTable::save(const std::string& path) const {
   std::ofstream out(path);
   if (!out) throw UserError("cannot write auto algorithm table '" + path + "'");
   out << "# shardlab auto algorithm table: first matching rule wins (docs/collectives.md)\n"
-      << "# op max_bytes algorithm\n";
+      << "# op max_ranks max_bytes algorithm\n";
+  const auto limit = [](int64_t v) { return v == kAnySize ? std::string("inf") : std::to_string(v); };
   for (const AutoRule& r : rules_) {
-    out << to_string(r.op) << " " << (r.max_bytes == kAnySize ? "inf" : std::to_string(r.max_bytes)) << " "
-        << to_string(r.algorithm) << "\n";
+    out << to_string(r.op) << " " << limit(r.max_ranks) << " " << limit(r.max_bytes) << " " << to_string(r.algorithm) << "\n";
   }
 }
 

@@ -1,14 +1,18 @@
 // AlgorithmTable: what Algorithm::kAuto means, per op and message size.
 //
-// A short list of rules "op max_bytes algorithm", tried in order; the first rule for the
-// op whose max_bytes is at least the message size wins ("inf" = any size). Ops without a
-// rule use native. The built-in table was measured with examples/bench_collectives on
-// this cluster (docs/collectives.md); `bench_collectives --calibrate FILE` measures a
-// new one and AlgorithmTable::load reads it back. File format, one rule per line:
-//   # op            max_bytes  algorithm
-//   all_reduce      4194304    native
-//   all_reduce      inf        ring
-//   reduce_scatter  inf        ring
+// A short list of rules "op max_ranks max_bytes algorithm", tried in order; the first
+// rule for the op whose max_ranks is at least the group size and whose max_bytes is at
+// least the message size wins ("inf" = any). A collective no rule covers uses native, so
+// group sizes nobody calibrated fall back to MPI. The best algorithm depends on the
+// group size as much as on the message (8 ranks oversubscribed on 2 cores pay for every
+// ring step in context switches), hence the ranks column. The built-in table was
+// measured with examples/bench_collectives on this cluster for 2, 4 and 8 ranks
+// (docs/collectives.md); `bench_collectives --calibrate FILE` adds the rules for the
+// group size it runs on and AlgorithmTable::load reads the file back. One rule per line:
+//   # op            max_ranks  max_bytes  algorithm
+//   reduce_scatter  2          inf        ring
+//   all_reduce      2          16777216   native
+//   all_reduce      2          inf        ring
 //
 //   mesh.context().auto_table = AlgorithmTable::load("runs/auto.table");
 #pragma once
@@ -23,6 +27,7 @@ namespace shardlab::parallel {
 
 struct AutoRule {
   CollectiveOp op;
+  int64_t max_ranks;  // inclusive group size; kAnySize for "inf"
   int64_t max_bytes;  // inclusive; kAnySize for "inf"
   Algorithm algorithm;
 };
@@ -37,7 +42,7 @@ class AlgorithmTable {
   void save(const std::string& path) const;
 
   explicit AlgorithmTable(std::vector<AutoRule> rules = {}) : rules_(std::move(rules)) {}
-  Algorithm choose(CollectiveOp op, int64_t bytes) const;  // never kAuto
+  Algorithm choose(CollectiveOp op, int group_size, int64_t bytes) const;  // never kAuto
   const std::vector<AutoRule>& rules() const { return rules_; }
 
  private:

@@ -284,7 +284,7 @@ CollectiveHandle start_if(const std::optional<Plan>& p) { return p ? start(*p) :
 }  // namespace
 
 Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested) {
-  return requested == Algorithm::kAuto ? group.context().auto_table.choose(op, bytes) : requested;
+  return requested == Algorithm::kAuto ? group.context().auto_table.choose(op, group.size(), bytes) : requested;
 }
 
 CollectiveHandle::CollectiveHandle() = default;

@@ -113,4 +113,9 @@ void LinkEmulation::hold(Clock::time_point start, double seconds) const {
   while (Clock::now() < deadline) std::this_thread::yield();
 }
 
+void configure_link_emulation(const Mesh& mesh, const std::string& profile, const std::string& mode,
+                              double link_scale) {
+  mesh.context().links.configure(parse_link_mode(mode), cost::hardware(profile), link_scale);
+}
+
 }  // namespace shardlab::parallel

@@ -35,6 +35,7 @@
 namespace shardlab::parallel {
 
 class AxisGroup;
+class Mesh;
 
 enum class LinkMode { kOff, kAccount, kDelay };
 LinkMode parse_link_mode(const std::string& name);  // "off" | "account" | "delay"
@@ -77,5 +78,13 @@ class LinkEmulation {
   LinkMode mode_ = LinkMode::kOff;
   double link_scale_ = 1.0;
 };
+
+// What a command line's --link-profile NAME --link-mode off|account|delay --link-scale X
+// set up: every axis of `mesh` takes its link from hardware profile `profile` (cost::
+// hardware names; "local" reads the calibrated file, hardware.h). Throws UserError on an
+// unknown profile or mode or a scale <= 0, identically on every rank.
+//   configure_link_emulation(mesh, "tpu-v5e", "delay", 1000.0);
+void configure_link_emulation(const Mesh& mesh, const std::string& profile, const std::string& mode,
+                              double link_scale = 1.0);
 
 }  // namespace shardlab::parallel

@@ -9,6 +9,10 @@ namespace {
 
 constexpr int kTagsPerCollective = 2;  // one per direction
 constexpr int kTagCycle = 1 << 20;
+// reduce_scatter steps travel in parts of this many floats (256 KiB: two of OpenMPI's
+// TCP fragments, well inside a socket buffer), so that adding one part overlaps the
+// transfer of the next.
+constexpr int64_t kReduceSegmentFloats = int64_t{1} << 16;
 
 enum class Part { kWhole, kFirstHalf, kSecondHalf };
 
@@ -96,14 +100,17 @@ void append_all_gather(Schedule& s, const AxisGroup& group, const Axis& axis, co
 
 // reduce_scatter on one axis: `in` holds `total` elements, n chunks; the sum (or max) of
 // chunk r over the axis lands in `out_chunk`. A partial sum of chunk c travels towards
-// c, each rank adding its own contribution; the line's two directions meet at c.
+// c, each rank adding its own contribution as the partial arrives, part by part (a
+// pipelined step, schedule.h); the line's two directions meet at c, where the first to
+// be reduced adds this rank's share and the second adds to that.
 void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis, const float* in,
                            float* out_chunk, int64_t total, bool bidir) {
   const int n = axis.size;
   const size_t first = add_steps(s, axis, n - 1);
+  for (size_t i = first; i < s.steps.size(); ++i) s.steps[i].segment = kReduceSegmentFloats;
   const Range mine = chunk_range(total, n, axis.coord, Part::kWhole);
-  s.steps[first].pre_copies.push_back({out_chunk, in + mine.begin, mine.count});
   const int64_t largest = (total + n - 1) / n;
+  bool mine_started = false;  // on a line, whether one direction's partial of chunk r has been added
   for (const Pass& p : passes_for(axis, bidir, take_collective_tag(group, axis))) {
     const int to = axis.neighbour(p.dir), from = axis.neighbour(-p.dir);
     float* partial[2] = {s.scratch(largest), s.scratch(largest)};  // ping-pong
@@ -118,11 +125,12 @@ void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis
       if (int c = walk(axis, p.dir, n - step - 1); c >= 0 && from != MPI_PROC_NULL) {
         Range x = chunk_range(total, n, c, p.part);
         float* got = partial[step % 2];
-        st.recvs.push_back({from, got, x.count, p.tag});
         if (step < n - 1) {
-          st.reduces.push_back({got, in + x.begin, x.count});  // add this rank's share, pass it on
-        } else {
-          st.reduces.push_back({out_chunk + (x.begin - mine.begin), got, x.count});  // c == r: done
+          st.recvs.push_back({from, got, x.count, p.tag, got, in + x.begin});  // add this rank's share, pass it on
+        } else {  // c == r: done
+          float* dst = out_chunk + (x.begin - mine.begin);
+          st.recvs.push_back({from, got, x.count, p.tag, dst, mine_started ? dst : in + x.begin});
+          mine_started = p.part == Part::kWhole;
         }
       }
     }

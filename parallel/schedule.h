@@ -3,7 +3,10 @@
 //
 // A step is what happens in one tick of the ring: copies that prepare it, the messages
 // it sends and receives on one axis (MPI_Isend/Irecv, all in flight at once, e.g. both
-// ring directions of bidir), then reductions and copies of what arrived. The schedule
+// ring directions of bidir), the reduction of each message as it arrives, then copies of
+// what arrived. A step with `segment` > 0 sends each message as several MPI messages of
+// at most `segment` floats and reduces each part as soon as it lands, so the reduction of
+// one part overlaps the transfer of the next (a pipelined ring step). The schedule
 // owns its scratch buffers; every pointer in its steps points into them or into the
 // caller's buffers, which must stay alive until the run completes.
 //
@@ -33,11 +36,16 @@ struct Send {
   int tag;
 };
 
+// On arrival, optionally reduce_dst[i] = op(reduce_with[i], data[i]) for every element
+// (reduce_dst may be data itself, or reduce_with). Reductions of one step run in a fixed
+// order -- part by part, recvs in list order -- so results never depend on timing.
 struct Recv {
   int peer;
   float* data;
   int64_t count;
   int tag;
+  float* reduce_dst = nullptr;
+  const float* reduce_with = nullptr;
 };
 
 struct Combine {
@@ -46,14 +54,15 @@ struct Combine {
   int64_t count;
 };
 
+// Both ends of every message must use the same `segment`, so that parts match up.
 struct Step {
   MPI_Comm comm = MPI_COMM_NULL;
   int axis = 0;  // mesh axis index, for the link model
+  int64_t segment = 0;              // floats per MPI message; 0 = whole messages
   std::vector<Combine> pre_copies;  // dst = src, before the messages are posted
   std::vector<Send> sends;
   std::vector<Recv> recvs;
-  std::vector<Combine> reduces;     // dst = op(dst, src), after the messages arrived
-  std::vector<Combine> post_copies; // dst = src, after the reductions
+  std::vector<Combine> post_copies; // dst = src, after the arrivals' reductions
 };
 
 // Scratch buffers reused across collectives: a fresh multi-MiB allocation costs page
@@ -97,8 +106,18 @@ class ScheduleRun {
   double emulated_seconds() const { return emulated_; }
 
  private:
+  // One part of a received message to reduce once its request completes.
+  struct Arrival {
+    size_t request;
+    float* dst;
+    const float* with;
+    const float* data;
+    int64_t count;
+  };
+
   bool advance(bool block);
   void post_step();
+  bool reduce_arrivals(bool block);
   void finish_step();
 
   Schedule schedule_;
@@ -106,12 +125,14 @@ class ScheduleRun {
   size_t step_ = 0;
   bool posted_ = false;
   std::vector<MPI_Request> requests_;
+  std::vector<Arrival> arrivals_;  // in reduction order
+  size_t next_arrival_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   double step_seconds_ = 0;  // emulated time of the current step
   double emulated_ = 0;
 };
 
-// dst = op(dst, src) elementwise.
-void reduce_into(ReduceOp op, float* dst, const float* src, int64_t count);
+// dst = op(a, b) elementwise; dst may be a or b.
+void reduce_into(ReduceOp op, float* dst, const float* a, const float* b, int64_t count);
 
 }  // namespace shardlab::parallel

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "parallel/algorithm_table.h"
 #include "parallel/collectives.h"
 #include "parallel/mesh.h"
 
@@ -108,6 +109,41 @@ TEST_CASE("all_reduce sum and max match native for any size") {
       }
     }
   });
+}
+
+TEST_CASE("reduce_scatter and all_reduce sent in parts match native") {
+  // 65536-float parts (ring_algorithms.cpp): chunks of 2.5 parts end in a partial one.
+  const int n = world_size();
+  const int64_t m = 163840;
+  for (Topology topology : {Topology::kTorus, Topology::kMesh}) {
+    Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(n), topology);
+    const AxisGroup& g = mesh.axis("data");
+    for (Algorithm a : {Algorithm::kRing, Algorithm::kBidir}) {
+      CAPTURE(mesh.describe());
+      CAPTURE(to_string(a));
+      std::vector<float> full = pattern(m * n, g.rank(), 5), expect(m), got(m, -1.0f);
+      reduce_scatter(g, full, expect, Algorithm::kNative);
+      reduce_scatter_async(g, full, got, a).wait();
+      CHECK(got == expect);
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        std::vector<float> ar_expect = pattern(m * n + 1, g.rank(), 6), ar_got = ar_expect;
+        all_reduce(g, ar_expect, op, Algorithm::kNative);
+        all_reduce(g, ar_got, op, a);
+        CHECK(ar_got == ar_expect);
+      }
+    }
+  }
+}
+
+TEST_CASE("auto follows the table's rule for the group size and message size") {
+  const AlgorithmTable table({{CollectiveOp::kReduceScatter, 2, AlgorithmTable::kAnySize, Algorithm::kRing},
+                              {CollectiveOp::kReduceScatter, 8, 65536, Algorithm::kNative},
+                              {CollectiveOp::kReduceScatter, 8, AlgorithmTable::kAnySize, Algorithm::kBidir}});
+  CHECK(table.choose(CollectiveOp::kReduceScatter, 2, 4096) == Algorithm::kRing);
+  CHECK(table.choose(CollectiveOp::kReduceScatter, 4, 4096) == Algorithm::kNative);
+  CHECK(table.choose(CollectiveOp::kReduceScatter, 8, 1 << 20) == Algorithm::kBidir);
+  CHECK(table.choose(CollectiveOp::kReduceScatter, 16, 1 << 20) == Algorithm::kNative);  // nobody calibrated 16
+  CHECK(table.choose(CollectiveOp::kAllGather, 2, 1 << 20) == Algorithm::kNative);
 }
 
 TEST_CASE("the native reference is itself right: all_reduce of the rank sums 0..n-1") {

@@ -27,11 +27,11 @@ MetricsLog::~MetricsLog() {
   if (file_) std::fclose(file_);
 }
 
-void MetricsLog::write(const std::map<std::string, double>& fields) {
-  if (!file_) return;
+void MetricsLog::flush_row() {
+  if (!file_ || row_.empty()) return row_.clear();
   std::fputc('{', file_);
   bool first = true;
-  for (const auto& [key, value] : fields) {
+  for (const auto& [key, value] : row_) {
     std::fprintf(file_, first ? "\"%s\": " : ", \"%s\": ", key.c_str());
     if (std::isfinite(value)) std::fprintf(file_, "%.9g", value);
     else std::fputs("null", file_);
@@ -39,6 +39,7 @@ void MetricsLog::write(const std::map<std::string, double>& fields) {
   }
   std::fputs("}\n", file_);
   std::fflush(file_);
+  row_.clear();
 }
 
 std::string format_duration(double seconds) {

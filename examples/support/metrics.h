@@ -23,11 +23,14 @@ class MetricsLog {
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
-  // One JSON object per line: {"step": 10, "loss": 2.31, ...}.
-  void write(const std::map<std::string, double>& fields);
+  // Adds a field to the current row; flush_row() writes it as one JSON object per line,
+  // {"step": 10, "loss": 2.31, ...}, and starts the next row.
+  void add(const std::string& key, double value) { row_[key] = value; }
+  void flush_row();
 
  private:
   std::FILE* file_ = nullptr;
+  std::map<std::string, double> row_;
 };
 
 std::string format_duration(double seconds);  // "1m23s"

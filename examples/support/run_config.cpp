@@ -166,6 +166,14 @@ Attributes RunConfig::to_attributes() const {
           {"optimizer", optimizer},            {"lr", lr},               {"steps", steps}};
 }
 
+parallel::DataParallelConfig RunConfig::data_parallel() const {
+  return {.zero = zero,
+          .bucket_mb = bucket_mb,
+          .optimizer = optimizer,
+          .adamw = {.weight_decay = static_cast<float>(weight_decay)},
+          .momentum = static_cast<float>(momentum)};
+}
+
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {
   nn::ModelConfig c;
   auto it = a.find("arch");

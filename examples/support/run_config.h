@@ -12,6 +12,7 @@
 
 #include "framework/checkpoint.h"
 #include "framework/nn/config.h"
+#include "parallel/data_parallel.h"
 
 namespace shardlab::cli {
 
@@ -50,6 +51,7 @@ struct RunConfig {
   int64_t warmup_steps() const { return warmup >= 0 ? warmup : steps / 10; }
   void validate() const;         // UserError naming the values and the fix
   Attributes to_attributes() const;  // what a checkpoint stores as its config
+  parallel::DataParallelConfig data_parallel() const;
 };
 
 RunConfig parse_run_config(int argc, const char* const* argv);

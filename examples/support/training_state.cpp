@@ -2,38 +2,17 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "framework/error.h"
 
 namespace shardlab::cli {
+namespace {
 
-std::string checkpoint_path(const std::string& dir, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "ckpt_%06lld.h5", static_cast<long long>(step));
-  return (std::filesystem::path(dir) / name).string();
-}
-
-void save_checkpoint(const std::string& path, nn::Module& model, const optim::Optimizer* opt, const TrainState& state,
-                     const RunConfig& run) {
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  CheckpointWriter w(path);
-  for (auto& [name, p] : model.named_parameters()) w.write("params/" + name, p.shape(), p.span());
-  if (opt) {
-    for (const auto& [name, t] : opt->state_tensors()) w.write("optim/" + name, t.shape(), t.span());
-    w.set_attribute("optimizer_step", opt->step_count());
-  }
-  w.set_attribute("step", state.step);
-  w.set_attribute("data_position", state.data_position);
-  w.set_attribute("seed", static_cast<int64_t>(run.seed));
-  w.set_config(run.to_attributes());
-  w.commit();
-}
-
-TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer* opt,
-                           const nn::ModelConfig& expected) {
-  CheckpointReader r(path);
-  const nn::ModelConfig stored = model_config_from(r.config(), path);
+// Opens a checkpoint and checks it holds the model this run builds.
+std::unique_ptr<CheckpointReader> open_for(const std::string& path, const nn::ModelConfig& expected) {
+  auto r = std::make_unique<CheckpointReader>(path);
+  const nn::ModelConfig stored = model_config_from(r->config(), path);
   const bool same = stored.arch == expected.arch && stored.vocab == expected.vocab &&
                     stored.context == expected.context && stored.d_model == expected.d_model &&
                     stored.n_layers == expected.n_layers && stored.n_heads == expected.n_heads &&
@@ -42,15 +21,48 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
     throw UserError("checkpoint " + path + " holds a different model (" + stored.describe() + ") than this run (" +
                     expected.describe() + "); pass the model flags it was trained with");
   }
-  for (auto& [name, p] : model.named_parameters()) r.read("params/" + name, p.shape(), p.span());
-  if (opt) {
-    for (const auto& [name, t] : opt->state_tensors()) {
-      Tensor dst = t;
-      r.read("optim/" + name, dst.shape(), dst.span());
-    }
-    opt->set_step_count(r.int_attribute("optimizer_step"));
+  return r;
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "ckpt_%06lld.h5", static_cast<long long>(step));
+  return (std::filesystem::path(dir) / name).string();
+}
+
+void save_checkpoint(const std::string& path, parallel::DataParallel& dp, const TrainState& state,
+                     const RunConfig& run, bool leader) {
+  std::unique_ptr<CheckpointWriter> writer;
+  if (leader) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    writer = std::make_unique<CheckpointWriter>(path);
   }
-  return {r.int_attribute("step"), r.int_attribute("data_position")};
+  dp.save(writer.get());
+  if (!writer) return;
+  writer->set_attribute("optimizer_step", dp.optimizer_step());
+  writer->set_attribute("step", state.step);
+  writer->set_attribute("data_position", state.data_position);
+  writer->set_attribute("seed", static_cast<int64_t>(run.seed));
+  writer->set_config(run.to_attributes());
+  writer->commit();
+}
+
+TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, const nn::ModelConfig& expected) {
+  auto r = open_for(path, expected);
+  dp.load(*r);
+  return {r->int_attribute("step"), r->int_attribute("data_position")};
+}
+
+nn::ModelConfig checkpoint_model_config(const std::string& path) {
+  return model_config_from(CheckpointReader(path).config(), path);
+}
+
+void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected) {
+  auto r = open_for(path, expected);
+  for (auto& [name, p] : model.named_parameters()) r->read("params/" + name, p.shape(), p.span());
 }
 
 }  // namespace shardlab::cli

@@ -2,15 +2,16 @@
 //
 // Layout (docs/checkpoint_format.md): "params/<name>" for every parameter,
 // "optim/<kind>/<name>" for optimizer state, root attributes step / optimizer_step /
-// data_position / seed, and the run config under group "config". Restoring into a model
-// built from the same config continues a run bit for bit.
+// data_position / seed, and the run config under group "config". Tensors are always
+// unsharded, so any layout (any --mesh, any --zero) resumes any checkpoint, continuing
+// the run as if it had never stopped.
 #pragma once
 
 #include <string>
 
 #include "examples/support/run_config.h"
 #include "framework/nn/module.h"
-#include "optim/optimizer.h"
+#include "parallel/data_parallel.h"
 
 namespace shardlab::cli {
 
@@ -22,12 +23,16 @@ struct TrainState {
 // "<dir>/ckpt_000300.h5"
 std::string checkpoint_path(const std::string& dir, int64_t step);
 
-void save_checkpoint(const std::string& path, nn::Module& model, const optim::Optimizer* opt, const TrainState& state,
-                     const RunConfig& run);
+// Collective over the data-parallel ranks; the leader (rank 0) writes the file atomically.
+void save_checkpoint(const std::string& path, parallel::DataParallel& dp, const TrainState& state,
+                     const RunConfig& run, bool leader);
 
 // Checks that the checkpoint was written for the same model (UserError naming what
-// differs), then fills the model and, when given, the optimizer.
-TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer* opt,
-                           const nn::ModelConfig& expected);
+// differs), then every rank reads the parameters and optimizer state it owns.
+TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, const nn::ModelConfig& expected);
+
+// Only the weights, for inference (generate): the model config comes from the file.
+nn::ModelConfig checkpoint_model_config(const std::string& path);
+void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected);
 
 }  // namespace shardlab::cli

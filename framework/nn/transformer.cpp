@@ -39,10 +39,13 @@ Tensor Block::forward(const Tensor& x) const {
 }
 
 Tensor Block::operator()(const Tensor& x) const {
-  if (remat == Remat::None) return forward(x);
-  std::vector<Tensor> params;
-  for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
-  return checkpoint([this](const Tensor& h) { return forward(h); }, x, params);
+  auto run = [this](const Tensor& h) {
+    if (remat == Remat::None) return forward(h);
+    std::vector<Tensor> params;
+    for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
+    return checkpoint([this](const Tensor& in) { return forward(in); }, h, params);
+  };
+  return wrapper ? wrapper(x, run) : run(x);
 }
 
 Tensor Block::decode(const Tensor& x, KVCache& cache, int layer) const {

@@ -12,6 +12,7 @@
 //   loss.backward();
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -24,8 +25,12 @@ namespace shardlab::nn {
 
 class Block : public Module {
  public:
+  // Applied from outside the model (parallel/ wraps each block for FSDP): receives the
+  // block input and a function that runs the block, and returns the block output.
+  using Wrapper = std::function<Tensor(const Tensor& x, const std::function<Tensor(const Tensor&)>& run)>;
+
   Block(Module& parent, const std::string& name, const ModelConfig& config);
-  Tensor operator()(const Tensor& x) const;  // honours config.remat
+  Tensor operator()(const Tensor& x) const;  // honours config.remat and the wrapper
   Tensor forward(const Tensor& x) const;     // never rematerialises
   Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
 
@@ -35,6 +40,7 @@ class Block : public Module {
   std::unique_ptr<Mlp> mlp;        // GPT
   std::unique_ptr<SwiGlu> swiglu;  // LLaMA
   Remat remat;
+  Wrapper wrapper;
 
  private:
   Tensor feed_forward(const Tensor& x) const;

@@ -5,6 +5,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/fast_math.h"
 #include "framework/ops/matmul.h"
 
 namespace shardlab::ops {
@@ -52,10 +53,12 @@ void causal_softmax_rows(float* s, int64_t blocks, int64_t rows, int64_t cols, i
       float* row = s + (b * rows + i) * cols;
       const int64_t last = r0 + i;
       float m = row[0];
+#pragma omp simd reduction(max : m)
       for (int64_t j = 1; j <= last; ++j) m = std::max(m, row[j]);
       float z = 0.0f;
+#pragma omp simd reduction(+ : z)
       for (int64_t j = 0; j <= last; ++j) {
-        row[j] = std::exp(row[j] - m);
+        row[j] = fast_exp(row[j] - m);
         z += row[j];
       }
       const float inv = 1.0f / z;
@@ -151,10 +154,14 @@ Tensor softmax(const Tensor& x) {
     const float* in = px + r * D;
     float* out = py + r * D;
     float m = in[0];
+#pragma omp simd reduction(max : m)
     for (int64_t j = 1; j < D; ++j) m = std::max(m, in[j]);
     float z = 0.0f;
-    for (int64_t j = 0; j < D; ++j) z += (out[j] = std::exp(in[j] - m));
-    for (int64_t j = 0; j < D; ++j) out[j] /= z;
+#pragma omp simd reduction(+ : z)
+    for (int64_t j = 0; j < D; ++j) z += (out[j] = fast_exp(in[j] - m));
+    const float inv = 1.0f / z;
+#pragma omp simd
+    for (int64_t j = 0; j < D; ++j) out[j] *= inv;
   }
   return record(y, "softmax", {x}, [y, D, rows](const Tensor& gy) {
     Tensor gx = Tensor::empty(y.shape());

@@ -5,6 +5,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/fast_math.h"
 
 namespace shardlab::ops {
 
@@ -28,9 +29,11 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets, dou
     const float* in = px + r * V;
     float* out = pp + r * V;
     float m = in[0];
+#pragma omp simd reduction(max : m)
     for (int64_t j = 1; j < V; ++j) m = std::max(m, in[j]);
     float z = 0.0f;
-    for (int64_t j = 0; j < V; ++j) z += (out[j] = std::exp(in[j] - m));
+#pragma omp simd reduction(+ : z)
+    for (int64_t j = 0; j < V; ++j) z += (out[j] = fast_exp(in[j] - m));
     const float inv = 1.0f / z;
 #pragma omp simd
     for (int64_t j = 0; j < V; ++j) out[j] *= inv;

@@ -1,0 +1,123 @@
+#include "examples/support/run_report.h"
+
+#include <omp.h>
+
+#include <cstdio>
+
+#include "framework/memory.h"
+#include "framework/peak.h"
+#include "parallel/collectives.h"
+#include "parallel/cost/hardware.h"
+#include "parallel/cost/strategies.h"
+
+namespace shardlab::cli {
+namespace {
+
+void print_memory(const char* when) {
+  std::printf("memory per rank (%s): parameters %s | gradients %s | optimizer %s | activations %s | comm buffers %s\n",
+              when, format_bytes(MemoryTracker::peak(MemoryCategory::Parameters)).c_str(),
+              format_bytes(MemoryTracker::peak(MemoryCategory::Gradients)).c_str(),
+              format_bytes(MemoryTracker::peak(MemoryCategory::Optimizer)).c_str(),
+              format_bytes(MemoryTracker::peak(MemoryCategory::Activations)).c_str(),
+              format_bytes(MemoryTracker::peak(MemoryCategory::Communication)).c_str());
+}
+
+}  // namespace
+
+RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
+                     nn::Transformer& model, const DataSource& data)
+    : run_(run), mesh_(mesh) {
+  const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
+  data_axes_ = axes.all->name();
+  float peak = static_cast<float>(measure_peak_flops(omp_get_max_threads()));
+  parallel::all_reduce(mesh.all(), {&peak, 1});
+  peak_flops_ = peak;
+  flops_per_token_ = train_flops_per_token(run.model, run.sequence_length());
+  tokens_per_step_ = static_cast<double>(run.batch * run.sequence_length());
+  MemoryTracker::reset_peaks();  // from here on: the layout's own footprint
+
+  const cost::HardwareProfile& local = cost::hardware("local");
+  cost::StepEstimate estimate;
+  if (local.calibrated) {
+    cost::TrainConfig tc{.model = cost::shape_of(run.model), .batch_tokens = tokens_per_step_};
+    tc.precision = cost::fp32_training();
+    const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
+                              .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
+                              .microbatches = run.grad_accum};
+    estimate = cost::estimate_train_step(tc, layout, local);
+    predicted_step_ = estimate.step_seconds;
+  }
+  if (!leader()) return;
+  std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), model.num_parameters() / 1e6);
+  std::printf("data    %s\n", data.train->describe().c_str());
+  std::printf("layout  mesh %s | %s\n", mesh.describe().c_str(), dp.describe().c_str());
+  std::printf("batch   %lld sequences x %lld tokens per step (%lld per data rank, %d microbatches) | %d threads per rank\n",
+              static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
+              static_cast<long long>(run.batch / axes.all->size()), run.grad_accum, omp_get_max_threads());
+  std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
+              peak_flops_ / 1e9, flops_per_token_ / 1e6);
+  if (local.calibrated) {
+    std::printf("predict %.1f ms per step on the local profile: compute %.1f ms", estimate.step_seconds * 1e3,
+                estimate.compute_seconds * 1e3);
+    for (const cost::AxisComm& c : estimate.comms) std::printf(", %s %s %.2f ms", c.axis.c_str(), c.what.c_str(), c.seconds * 1e3);
+    std::printf("\n");
+  } else {
+    std::printf("predict (none: the local hardware profile is not calibrated; run `shardlab-plan calibrate`)\n");
+  }
+  std::fflush(stdout);
+}
+
+void RunReport::step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
+                     MetricsLog& metrics) {
+  if (first_step_ < 0) first_step_ = step - 1;
+  elapsed_ += seconds;
+  compute_sum_ += seconds - exposed_comm;
+  comm_sum_ += exposed_comm;
+  ++window_;
+  const double tokens_per_s = tokens_per_step_ / seconds, mfu = tokens_per_s * flops_per_token_ / peak_flops_;
+  metrics.add("step", double(step));
+  metrics.add("loss", loss);
+  metrics.add("lr", lr);
+  metrics.add("grad_norm", grad_norm);
+  metrics.add("step_s", seconds);
+  metrics.add("exposed_comm_s", exposed_comm);
+  metrics.add("tokens_per_s", tokens_per_s);
+  metrics.add("mfu", mfu);
+  if (step == 1) {  // the first step has allocated everything a step needs
+    if (leader()) print_memory("peak during step 1");
+  }
+  if (!leader() || (step % run_.log_every != 0 && step != run_.steps)) return;
+  const double eta = elapsed_ / double(step - first_step_) * double(run_.steps - step);
+  std::printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tokens/s | MFU %4.1f%% | compute %.1f ms + "
+              "exposed comm (%s) %.1f ms",
+              static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, tokens_per_s,
+              100.0 * mfu, 1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
+  if (predicted_step_ > 0) std::printf(" (predicted %.1f ms)", predicted_step_ * 1e3);
+  std::printf(" | ETA %s\n", format_duration(eta).c_str());
+  std::fflush(stdout);
+  compute_sum_ = comm_sum_ = 0;
+  window_ = 0;
+}
+
+void RunReport::eval(int64_t step, const EvalResult& e, MetricsLog& metrics) {
+  metrics.add("eval_loss", e.loss);
+  if (e.accuracy >= 0) metrics.add("eval_accuracy", e.accuracy);
+  if (!leader()) return;
+  std::printf("eval  step %lld | held-out loss %.4f", static_cast<long long>(step), e.loss);
+  if (e.accuracy >= 0) std::printf(" | answer exact-match %.1f%%", 100 * e.accuracy);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void RunReport::saved(const std::string& path) {
+  if (leader()) std::printf("saved %s\n", path.c_str());
+}
+
+void RunReport::finish() {
+  if (!leader()) return;
+  print_memory("peak over the run");
+  if (mesh_.size() > 1) std::printf("communication of rank 0:\n%s", mesh_.context().trace.format_summary().c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace shardlab::cli

@@ -1,0 +1,53 @@
+// RunReport: what train_gpt tells its user, printed by rank 0, every number measured and
+// labelled.
+//
+// At start: model, data, layout, batch, the FMA peak measured on every rank (summed: the
+// MFU denominator), and the cost model's prediction of one step on the `local` profile
+// (compute, each data axis's communication, total). Each logged step: loss of the whole
+// global batch, tokens/s of the whole job, MFU, and the step time split into compute and
+// exposed (not overlapped) communication per data axis. At the end: per-rank tensor
+// memory by category and the per-axis communication summary (count, bytes, measured and
+// predicted seconds, bus bandwidth).
+#pragma once
+
+#include <string>
+
+#include "examples/support/data_source.h"
+#include "examples/support/evaluate.h"
+#include "examples/support/metrics.h"
+#include "examples/support/run_config.h"
+#include "framework/nn/transformer.h"
+#include "parallel/data_parallel.h"
+#include "parallel/mesh.h"
+
+namespace shardlab::cli {
+
+class RunReport {
+ public:
+  // Collective: measures the peak on every rank.
+  RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
+            nn::Transformer& model, const DataSource& data);
+
+  void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
+            MetricsLog& metrics);
+  void eval(int64_t step, const EvalResult& result, MetricsLog& metrics);
+  void saved(const std::string& path);
+  void finish();
+
+ private:
+  bool leader() const { return mesh_.rank() == 0; }
+
+  const RunConfig& run_;
+  const parallel::Mesh& mesh_;
+  std::string data_axes_;
+  double peak_flops_ = 0;          // sum over ranks
+  double flops_per_token_ = 0;
+  double tokens_per_step_ = 0;
+  double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
+  double elapsed_ = 0;
+  int64_t first_step_ = -1;
+  double compute_sum_ = 0, comm_sum_ = 0;
+  int64_t window_ = 0;
+};
+
+}  // namespace shardlab::cli

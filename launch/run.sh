@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# mpirun with the flags shardlab jobs need, so a multi-rank run is one line:
+#   launch/run.sh -n 4 -- train_gpt --mesh data=2,tensor=2
+#   launch/run.sh -n 8 --hostfile launch/hostfile.example -- train_gpt --mesh data=8
+#   launch/run.sh -n 2 --dry-run -- bench_collectives     # print the mpirun line only
+# A program named without a path is taken from $SHARDLAB_BUILD/examples (default build/).
+# Adds --allow-run-as-root as root, --oversubscribe when ranks exceed the slots (the local
+# physical cores, or the sum of the hostfile's slots), --bind-to none, and exports OMP_NUM_THREADS
+# (default: slots / ranks, at least 1). With a hostfile the program must exist at the same
+# path on every host.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+usage() {
+  echo "usage: launch/run.sh -n RANKS [--hostfile FILE] [--threads T] [--dry-run] -- PROGRAM [ARGS...]" >&2
+  exit "${1:-2}"
+}
+
+ranks=1 hostfile="" threads=${OMP_NUM_THREADS:-} dry_run=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n|-np|--np) ranks=${2:?-n needs a rank count}; shift 2 ;;
+    --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
+    --threads) threads=${2:?--threads needs a count}; shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    -h|--help) usage 0 ;;
+    --) shift; break ;;
+    *) echo "run.sh: unknown option '$1' (put the program after --)" >&2; usage ;;
+  esac
+done
+[ $# -gt 0 ] || usage
+[[ "$ranks" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -n must be a positive integer, got '$ranks'" >&2; exit 2; }
+
+if [ -n "$hostfile" ]; then
+  [ -r "$hostfile" ] || { echo "run.sh: cannot read hostfile '$hostfile'" >&2; exit 2; }
+  # One host per line, optional "slots=N" (OpenMPI's default is 1 slot per line).
+  slots=$(awk '!/^[[:space:]]*(#|$)/ { n = 1; for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) n = substr($i, 7); s += n }
+               END { print s + 0 }' "$hostfile")
+else
+  # OpenMPI counts physical cores as local slots (not hyperthreads).
+  slots=$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+  [ "$slots" -gt 0 ] || slots=$(nproc)
+fi
+[ -n "$threads" ] || threads=$(( slots / ranks > 0 ? slots / ranks : 1 ))
+
+program=$1; shift
+build_dir=${SHARDLAB_BUILD:-build}
+[[ "$program" != */* && -x "$repo/$build_dir/examples/$program" ]] && program="$repo/$build_dir/examples/$program"
+
+cmd=(mpirun -n "$ranks" --bind-to none -x "OMP_NUM_THREADS=$threads")
+[ "$(id -u)" -eq 0 ] && cmd+=(--allow-run-as-root)
+[ "$ranks" -gt "$slots" ] && cmd+=(--oversubscribe)
+[ -n "$hostfile" ] && cmd+=(--hostfile "$hostfile")
+cmd+=("$program" "$@")
+
+echo "run.sh: ${cmd[*]}" >&2
+[ "$dry_run" -eq 1 ] && exit 0
+exec "${cmd[@]}"

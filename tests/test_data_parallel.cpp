@@ -1,0 +1,202 @@
+// DP and ZeRO-1/2/3 against the single-process run: same seed, same global batch, same
+// losses step by step and the same parameters at the end, on every rank; with and
+// without gradient accumulation and rematerialisation; plus the collectives each stage
+// issues per step.
+//
+// Tolerance: the layouts differ from the single process only in fp32 summation order
+// (a weight gradient summed over the whole batch in one matmul vs over each rank's rows
+// and then across ranks), about 1e-7 relative per reduction. AdamW divides by sqrt(v),
+// which can amplify such differences for elements with tiny gradients, so over 10 steps
+// we allow 2e-5 relative on the loss and 2e-4 absolute on parameters of size ~0.02-1.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <map>
+
+#include "framework/data/arithmetic.h"
+#include "framework/data/dataset.h"
+#include "framework/ops.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "parallel/collectives.h"
+#include "parallel/data_parallel.h"
+
+using namespace shardlab;
+using namespace shardlab::parallel;
+
+namespace {
+
+constexpr int kSteps = 10;
+constexpr int64_t kBatch = 8, kSeq = 16;
+constexpr float kLr = 3e-3f;
+
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+nn::ModelConfig tiny(nn::Remat remat) {
+  nn::ModelConfig c = nn::ModelConfig::preset("gpt-tiny");
+  c.remat = remat;
+  return c;
+}
+
+std::shared_ptr<const data::Dataset> dataset() {
+  static data::ArithmeticTask task({.digits = 2, .seed = 5});
+  return task.train();
+}
+
+struct Run {
+  std::vector<double> losses;
+  std::vector<double> grad_norms;  // before clipping: catches a wrong gradient scale, which
+                                   // clipping and Adam's normalisation would otherwise hide
+  std::map<std::string, std::vector<float>> params;
+};
+
+std::map<std::string, std::vector<float>> snapshot(nn::Module& m) {
+  std::map<std::string, std::vector<float>> out;
+  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
+  return out;
+}
+
+// The single-process reference: the whole global batch on one rank, no MPI.
+Run reference(nn::Remat remat, int accum) {
+  nn::Transformer model(tiny(remat));
+  nn::initialize(model, 11);
+  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+  data::BatchLoader loader(dataset(), kBatch, kSeq);
+  Run r;
+  for (int s = 0; s < kSteps; ++s) {
+    data::Batch batch = loader.next();
+    r.losses.push_back(optim::accumulate_gradients(accum, [&](int i, float scale) {
+      data::Batch m = batch.microbatch(i, accum);
+      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
+      ops::scale(l, scale).backward();
+      return static_cast<double>(l.item());
+    }));
+    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
+    opt.step(kLr);
+    opt.zero_grad();
+  }
+  r.params = snapshot(model);
+  return r;
+}
+
+Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum) {
+  nn::Transformer model(tiny(remat));
+  nn::initialize(model, 11);
+  auto dp = make_data_parallel(model, mesh, {.zero = zero, .bucket_mb = 0.01, .adamw = {.weight_decay = 0.1f}});
+  const DataAxes axes = DataAxes::of(mesh);
+  data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+  Run r;
+  for (int s = 0; s < kSteps; ++s) {
+    data::Batch batch = loader.next();
+    double loss = 0;
+    for (int i = 0; i < accum; ++i) {
+      dp->begin_microbatch(i, accum);
+      data::Batch m = batch.microbatch(i, accum);
+      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
+      ops::scale(l, 1.0f / accum).backward();
+      loss += l.item() / accum;
+    }
+    dp->finish_gradients();
+    r.grad_norms.push_back(dp->clip_grad_norm(1.0));
+    dp->step(kLr);
+    dp->zero_grad();
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
+    r.losses.push_back(loss / axes.all->size());
+  }
+  dp->gather_full_params();
+  r.params = snapshot(model);
+  dp->release_full_params();
+  return r;
+}
+
+void check_equal(const Run& ref, const Run& got) {
+  for (int s = 0; s < kSteps; ++s) {
+    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 2e-5 * std::abs(ref.losses[s]),
+                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
+    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
+                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
+  }
+  double worst = 0;
+  for (const auto& [name, values] : ref.params) {
+    const auto& mine = got.params.at(name);
+    for (size_t i = 0; i < values.size(); ++i) worst = std::max(worst, double(std::abs(mine[i] - values[i])));
+  }
+  CHECK_MESSAGE(worst <= 2e-4, "largest parameter difference " << worst);
+  // Replicas agree bit for bit: every rank's parameters equal rank 0's.
+  for (const auto& [name, values] : got.params) {
+    std::vector<float> root = values;
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    CHECK_MESSAGE(root == values, name << " differs from rank 0's copy");
+  }
+}
+
+std::vector<std::string> meshes() {
+  const int n = world_size();
+  std::vector<std::string> m{"data=" + std::to_string(n)};
+  if (n == 4) m.push_back("data=2,fsdp=2");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
+  for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full}) {
+    for (int accum : {1, 2}) {
+      const Run ref = reference(remat, accum);
+      for (const std::string& spec : meshes()) {
+        Mesh mesh(MPI_COMM_WORLD, spec);
+        for (int zero = 0; zero <= 3; ++zero) {
+          CAPTURE(spec);
+          CAPTURE(zero);
+          CAPTURE(accum);
+          CAPTURE(nn::remat_name(remat));
+          check_equal(ref, distributed(mesh, zero, remat, accum));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("each stage issues the collectives it should, once per step") {
+  const int n = world_size();
+  if (n == 1) return;  // size-1 groups communicate nothing
+  Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(n));
+  const int64_t layers = tiny(nn::Remat::None).n_layers;
+  for (int zero = 0; zero <= 3; ++zero) {
+    nn::Transformer model(tiny(nn::Remat::None));
+    nn::initialize(model, 11);
+    auto dp = make_data_parallel(model, mesh, {.zero = zero, .bucket_mb = 0.01});
+    data::BatchLoader loader(dataset(), kBatch, kSeq, mesh.rank(), n);
+    data::Batch b = loader.next();
+    mesh.context().trace.clear();
+    mesh.context().trace.set_recording(true);
+    dp->begin_microbatch(0, 1);
+    model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
+    dp->finish_gradients();
+    dp->step(kLr);
+    mesh.context().trace.set_recording(false);
+    std::map<CollectiveOp, int> count;
+    for (const CommRecord& r : mesh.context().trace.events()) count[r.op]++;
+    CAPTURE(zero);
+    if (zero == 0) {
+      CHECK(count[CollectiveOp::kAllGather] == 0);
+      CHECK(count[CollectiveOp::kReduceScatter] == 0);
+      CHECK(count[CollectiveOp::kAllReduce] > 1);  // several buckets at 0.01 MiB
+    } else if (zero == 1) {
+      CHECK(count[CollectiveOp::kAllGather] == count[CollectiveOp::kAllReduce]);  // one per bucket
+      CHECK(count[CollectiveOp::kReduceScatter] == 0);
+    } else if (zero == 2) {
+      CHECK(count[CollectiveOp::kAllGather] == count[CollectiveOp::kReduceScatter]);
+      CHECK(count[CollectiveOp::kAllReduce] == 0);
+    } else {
+      CHECK(count[CollectiveOp::kAllGather] == 2 * layers + 1);  // root + forward + backward
+      CHECK(count[CollectiveOp::kReduceScatter] == layers + 1);
+      CHECK(count[CollectiveOp::kAllReduce] == 0);
+    }
+  }
+}
