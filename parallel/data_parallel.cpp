@@ -48,11 +48,12 @@ class BucketedDataParallel : public DataParallel {
   std::unique_ptr<optim::Optimizer> full_;     // stage 0
   std::unique_ptr<ShardedAdamW> sharded_;      // stages 1, 2
   bool sync_ = true;
+  bool overlap_;
   int in_flight_ = 0;
 };
 
 BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()) {
+    : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()), overlap_(c.overlap) {
   // Buckets in reverse registration order: roughly the order backward produces gradients.
   const int shards = stage_ == 0 ? 1 : axes_.shard->size();
   const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(c.bucket_mb * (1 << 20) / sizeof(float)));
@@ -91,13 +92,15 @@ BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& m
 
 void BucketedDataParallel::on_grad_ready(Bucket& b) {
   progress();
-  if (sync_ && ++b.ready == b.layout.entries().size()) launch(b);
+  if (sync_ && ++b.ready == b.layout.entries().size() && overlap_) launch(b);
 }
 
 void BucketedDataParallel::launch(Bucket& b) {
   b.ready = 0;
   {
-    MemoryScope scope(MemoryCategory::Communication);
+    // Stages 0 and 1 keep the whole averaged gradient here until the step: it is gradient
+    // memory. Stage 2 keeps only its slice; the full buffer is a transient send buffer.
+    MemoryScope scope(stage_ == 2 ? MemoryCategory::Communication : MemoryCategory::Gradients);
     b.flat = Tensor::empty({b.layout.padded()});
   }
   b.layout.pack_grads(b.flat.span());
@@ -123,7 +126,7 @@ void BucketedDataParallel::finish_gradients() {
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
   for (auto& bucket : buckets_) {
     Bucket& b = *bucket;
-    if (!b.flat.defined() && !b.grad_slice.defined()) launch(b);  // a parameter got no gradient
+    if (!b.flat.defined() && !b.grad_slice.defined()) launch(b);  // not overlapped, or a parameter got no gradient
     blocking([&] { b.handle.wait(); });
     if (stage_ == 2) {
       b.flat = Tensor();

@@ -37,6 +37,7 @@ namespace shardlab::parallel {
 struct DataParallelConfig {
   int zero = 0;                 // ZeRO stage 0-3
   double bucket_mb = 4.0;       // gradient bucket size (stages 0-2)
+  bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end)
   std::string optimizer = "adamw";  // stage 0 also takes "sgd"
   optim::AdamWOptions adamw;
   float momentum = 0.9f;        // SGD

@@ -62,7 +62,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   o.add_options("parallel")
       ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
-      ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"));
+      ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
+      ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
+       cxxopts::value<bool>()->default_value("true"));
 
   cxxopts::ParseResult p;
   try {
@@ -121,6 +123,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.mesh = p["mesh"].as<std::string>();
   r.zero = p["zero"].as<int>();
   r.bucket_mb = p["bucket-mb"].as<double>();
+  r.overlap = p["overlap"].as<bool>();
   r.validate();
   return r;
 }
@@ -169,6 +172,7 @@ Attributes RunConfig::to_attributes() const {
 parallel::DataParallelConfig RunConfig::data_parallel() const {
   return {.zero = zero,
           .bucket_mb = bucket_mb,
+          .overlap = overlap,
           .optimizer = optimizer,
           .adamw = {.weight_decay = static_cast<float>(weight_decay)},
           .momentum = static_cast<float>(momentum)};

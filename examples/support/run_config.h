@@ -43,6 +43,7 @@ struct RunConfig {
   std::string mesh = "data=1";
   int zero = 0;
   double bucket_mb = 4.0;
+  bool overlap = true;
 
   bool help = false;
   std::string help_text;
