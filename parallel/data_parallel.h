@@ -38,6 +38,8 @@ struct DataParallelConfig {
   int zero = 0;                 // ZeRO stage 0-3
   double bucket_mb = 4.0;       // gradient bucket size (stages 0-2)
   bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end)
+  bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
+                                      // forward (false: keep them until its backward, no regather)
   std::string optimizer = "adamw";  // stage 0 also takes "sgd"
   optim::AdamWOptions adamw;
   float momentum = 0.9f;        // SGD

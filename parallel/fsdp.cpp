@@ -56,6 +56,7 @@ class FullyShardedDataParallel : public DataParallel {
   std::unique_ptr<ShardedAdamW> optimizer_;
   bool sync_ = true;
   bool hold_full_ = false;
+  bool reshard_after_forward_;
 };
 
 std::vector<FlatLayout::Param> params_of(nn::Module& m) {
@@ -66,7 +67,7 @@ std::vector<FlatLayout::Param> params_of(nn::Module& m) {
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
-    : model_(model), axes_(DataAxes::of(mesh)) {
+    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward) {
   const int shards = axes_.shard->size(), rank = axes_.shard->rank();
   // Root: every parameter outside the blocks, named as in the whole model.
   std::vector<FlatLayout::Param> root;
@@ -139,7 +140,9 @@ Tensor FullyShardedDataParallel::wrap_block(size_t i, const Tensor& x, const std
   ensure_gathered(u);
   if (i + 1 < units_.size()) start_gather(*units_[i + 1]);  // prefetch the next block
   Tensor y = run(x);
-  release(u);  // reshard after forward; gathered again when the gradient arrives
+  // Reshard after forward (gathered again when the gradient arrives) unless told to keep
+  // the parameters; without a backward to come they are never kept.
+  if (reshard_after_forward_ || !grad_enabled()) release(u);
   // forward: identity; backward: gather this block's parameters (prefetch the previous one).
   return record(y.detach(), "fsdp_gather_for_backward", {y}, [this, i](const Tensor& gy) {
     ensure_gathered(*units_[i]);

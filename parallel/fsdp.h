@@ -10,6 +10,8 @@
 //              prefetched); once all of l's gradients are done: reduce_scatter(grads of l)
 //              and free the full parameters and gradients
 //   root       gathered before the forward and kept until its gradients are reduced
+//   (with reshard_after_forward = false a block keeps its gathered parameters from its
+//   forward to its backward: L + 1 all_gathers, more memory)
 //
 // i.e. 2L + 1 all_gathers and L + 1 reduce_scatters per microbatch that syncs (fewer
 // gathers when full parameters are held, e.g. while evaluating). With gradient

@@ -84,10 +84,12 @@ Run reference(nn::Remat remat, int accum) {
   return r;
 }
 
-Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum) {
+Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
   nn::Transformer model(tiny(remat));
   nn::initialize(model, 11);
-  auto dp = make_data_parallel(model, mesh, {.zero = zero, .bucket_mb = 0.01, .adamw = {.weight_decay = 0.1f}});
+  auto dp = make_data_parallel(
+      model, mesh,
+      {.zero = zero, .bucket_mb = 0.01, .reshard_after_forward = reshard, .adamw = {.weight_decay = 0.1f}});
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
@@ -157,6 +159,7 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
           CAPTURE(nn::remat_name(remat));
           check_equal(ref, distributed(mesh, zero, remat, accum));
         }
+        check_equal(ref, distributed(mesh, 3, remat, accum, /*reshard=*/false));
       }
     }
   }
@@ -167,10 +170,11 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
   if (n == 1) return;  // size-1 groups communicate nothing
   Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(n));
   const int64_t layers = tiny(nn::Remat::None).n_layers;
-  for (int zero = 0; zero <= 3; ++zero) {
+  for (int zero = 0; zero <= 4; ++zero) {  // 4: ZeRO-3 keeping parameters from forward to backward
     nn::Transformer model(tiny(nn::Remat::None));
     nn::initialize(model, 11);
-    auto dp = make_data_parallel(model, mesh, {.zero = zero, .bucket_mb = 0.01});
+    auto dp = make_data_parallel(model, mesh,
+                                 {.zero = std::min(zero, 3), .bucket_mb = 0.01, .reshard_after_forward = zero != 4});
     data::BatchLoader loader(dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();
@@ -193,6 +197,9 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     } else if (zero == 2) {
       CHECK(count[CollectiveOp::kAllGather] == count[CollectiveOp::kReduceScatter]);
       CHECK(count[CollectiveOp::kAllReduce] == 0);
+    } else if (zero == 4) {
+      CHECK(count[CollectiveOp::kAllGather] == layers + 1);  // root + forward only
+      CHECK(count[CollectiveOp::kReduceScatter] == layers + 1);
     } else {
       CHECK(count[CollectiveOp::kAllGather] == 2 * layers + 1);  // root + forward + backward
       CHECK(count[CollectiveOp::kReduceScatter] == layers + 1);

@@ -64,7 +64,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
       ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
-       cxxopts::value<bool>()->default_value("true"));
+       cxxopts::value<bool>()->default_value("true"))
+      ("reshard-after-forward", "ZeRO-3: free each block's gathered parameters after its forward "
+       "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"));
 
   cxxopts::ParseResult p;
   try {
@@ -124,6 +126,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.zero = p["zero"].as<int>();
   r.bucket_mb = p["bucket-mb"].as<double>();
   r.overlap = p["overlap"].as<bool>();
+  r.reshard_after_forward = p["reshard-after-forward"].as<bool>();
   r.validate();
   return r;
 }
@@ -173,6 +176,7 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
   return {.zero = zero,
           .bucket_mb = bucket_mb,
           .overlap = overlap,
+          .reshard_after_forward = reshard_after_forward,
           .optimizer = optimizer,
           .adamw = {.weight_decay = static_cast<float>(weight_decay)},
           .momentum = static_cast<float>(momentum)};

@@ -44,6 +44,7 @@ struct RunConfig {
   int zero = 0;
   double bucket_mb = 4.0;
   bool overlap = true;
+  bool reshard_after_forward = true;
 
   bool help = false;
   std::string help_text;
