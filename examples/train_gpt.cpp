@@ -19,6 +19,7 @@
 #include "optim/schedule.h"
 #include "parallel/collectives.h"
 #include "parallel/comm.h"
+#include "parallel/link_emulation.h"
 
 using namespace shardlab;
 using Clock = std::chrono::steady_clock;
@@ -33,6 +34,8 @@ int train(int argc, char** argv) {
   if (run.threads > 0) omp_set_num_threads(run.threads);
 
   parallel::Mesh mesh(MPI_COMM_WORLD, run.mesh);  // every rank validates the same spec first
+  parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
+  mesh.context().trace.set_recording(!run.trace.empty());
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   const cli::DataSource data = cli::open_data(run);
   data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());
@@ -54,6 +57,7 @@ int train(int argc, char** argv) {
     const data::Batch batch = loader.next();  // this rank's rows of the global batch
     float loss = 0;
     for (int i = 0; i < run.grad_accum; ++i) {
+      parallel::ComputeSpan span(mesh.context().trace, "forward+backward");  // a lane in --trace
       dp->begin_microbatch(i, run.grad_accum);  // gradients sync only in the last backward
       const data::Batch micro = batch.microbatch(i, run.grad_accum);
       Tensor l = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
@@ -84,6 +88,7 @@ int train(int argc, char** argv) {
     metrics.flush_row();
   }
   report.finish();
+  if (!run.trace.empty()) mesh.context().trace.write_chrome_trace(mesh.comm(), run.trace);
   return 0;
 }
 

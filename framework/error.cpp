@@ -8,6 +8,10 @@ namespace {
 AbortHandler g_handler = nullptr;
 }
 
+void require_positive(const std::string& flag, int64_t value) {
+  if (value <= 0) throw UserError(flag + " must be positive, got " + std::to_string(value));
+}
+
 void set_abort_handler(AbortHandler handler) { g_handler = handler; }
 
 void assert_fail(const char* condition, const char* file, int line, const std::string& detail) {

@@ -9,6 +9,7 @@
 // that names the rank and calls MPI_Abort so no other rank waits forever).
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,9 @@ class UserError : public std::runtime_error {
  public:
   explicit UserError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// Throws UserError("<flag> must be positive, got <value>") unless value > 0.
+void require_positive(const std::string& flag, int64_t value);
 
 using AbortHandler = void (*)(const char* message);
 void set_abort_handler(AbortHandler handler);

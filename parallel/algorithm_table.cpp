@@ -8,15 +8,22 @@
 namespace shardlab::parallel {
 
 AlgorithmTable AlgorithmTable::builtin() {
-  // Measured on this cluster (2 ranks, shared memory and TCP; docs/collectives.md).
-  // OpenMPI 4.1's MPI_Reduce_scatter_block is 2-16x slower than the neighbour ring from
-  // 128 KiB up, so reduce_scatter always takes the ring; MPI_Allreduce falls behind the
-  // ring past 16 MiB. Elsewhere native is as fast as anything.
+  // Measured on this cluster with bench_collectives (docs/collectives.md), smoothed over
+  // the noise of shared cores. OpenMPI 4.1's MPI_Reduce_scatter_block (a reduce then a
+  // scatter) is 3-30x slower than the neighbour ring once the ring's per-step cost is
+  // paid back: from 8 KiB on 2 ranks, but only from 256 KiB on 4 and 8, whose n-1 ring
+  // steps each cost context switches when oversubscribed on 2 cores. MPI_Allreduce falls
+  // behind the ring past 16 MiB. Elsewhere, and for groups larger than 8, native.
   using enum CollectiveOp;
   return AlgorithmTable({
+      {kReduceScatter, 2, 4096, Algorithm::kNative},
       {kReduceScatter, 2, kAnySize, Algorithm::kRing},
       {kAllReduce, 2, 16 << 20, Algorithm::kNative},
       {kAllReduce, 2, kAnySize, Algorithm::kRing},
+      {kReduceScatter, 8, 128 << 10, Algorithm::kNative},
+      {kReduceScatter, 8, kAnySize, Algorithm::kRing},
+      {kAllReduce, 8, 16 << 20, Algorithm::kNative},
+      {kAllReduce, 8, kAnySize, Algorithm::kRing},
   });
 }
 

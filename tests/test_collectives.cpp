@@ -205,7 +205,7 @@ TEST_CASE("async forms complete, and overlap with work done between test() calls
 
   // Delay mode turns the link time into waiting that work can hide: with the wire busy
   // for T and work of T between test() calls, the whole takes about T, not 2T.
-  const cost::LinkSpec slow{1e9, 0.004};  // 4 ms per hop, bytes negligible
+  const cost::LinkSpec slow{1e9, 0.01};  // 10 ms per hop, bytes negligible, far above scheduling noise
   mesh.context().links.configure(LinkMode::kDelay, cost::hardware("tpu-v5e"), 1.0);
   mesh.context().links.set_axis_link(0, slow);
   std::vector<float> buffer = pattern(64, g.rank(), 7), reference = buffer;

@@ -66,7 +66,15 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
        cxxopts::value<bool>()->default_value("true"))
       ("reshard-after-forward", "ZeRO-3: free each block's gathered parameters after its forward "
-       "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"));
+       "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"))
+      ("link-profile", "hardware profile whose links the mesh emulates (shardlab-plan hw)",
+       cxxopts::value<std::string>()->default_value("local"))
+      ("link-mode", "link emulation: off, account (record emulated time) or delay (hold transfers)",
+       cxxopts::value<std::string>()->default_value("off"))
+      ("link-scale", "slow emulated links down by this factor (keep the target's compute/link ratio)",
+       cxxopts::value<double>()->default_value("1"))
+      ("trace", "write a Chrome/Perfetto trace of every collective to this JSON file",
+       cxxopts::value<std::string>()->default_value(""));
 
   cxxopts::ParseResult p;
   try {
@@ -127,19 +135,20 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.bucket_mb = p["bucket-mb"].as<double>();
   r.overlap = p["overlap"].as<bool>();
   r.reshard_after_forward = p["reshard-after-forward"].as<bool>();
+  r.link_profile = p["link-profile"].as<std::string>();
+  r.link_mode = p["link-mode"].as<std::string>();
+  r.link_scale = p["link-scale"].as<double>();
+  r.trace = p["trace"].as<std::string>();
   r.validate();
   return r;
 }
 
 void RunConfig::validate() const {
   model.validate();
-  auto positive = [](const char* flag, int64_t v) {
-    if (v <= 0) throw UserError(std::string(flag) + " must be positive, got " + std::to_string(v));
-  };
-  positive("--batch", batch);
-  positive("--steps", steps);
-  positive("--grad-accum", grad_accum);
-  positive("--log-every", log_every);
+  require_positive("--batch", batch);
+  require_positive("--steps", steps);
+  require_positive("--grad-accum", grad_accum);
+  require_positive("--log-every", log_every);
   if (seq_len < 0 || sequence_length() > model.context) {
     throw UserError("--seq-len " + std::to_string(seq_len) + " must be between 1 and the model context " +
                     std::to_string(model.context));

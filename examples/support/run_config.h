@@ -45,6 +45,9 @@ struct RunConfig {
   double bucket_mb = 4.0;
   bool overlap = true;
   bool reshard_after_forward = true;
+  std::string link_profile = "local", link_mode = "off";
+  double link_scale = 1.0;
+  std::string trace;  // Chrome trace JSON of every collective, "" for none
 
   bool help = false;
   std::string help_text;

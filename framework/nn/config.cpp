@@ -52,16 +52,13 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 void ModelConfig::validate() const {
-  auto positive = [](const char* what, int64_t v) {
-    if (v <= 0) throw UserError(std::string(what) + " must be positive, got " + std::to_string(v));
-  };
-  positive("--vocab", vocab);
-  positive("--context", context);
-  positive("--d-model", d_model);
-  positive("--layers", n_layers);
-  positive("--heads", n_heads);
-  positive("--kv-heads", n_kv_heads);
-  positive("--d-ff", d_ff);
+  require_positive("--vocab", vocab);
+  require_positive("--context", context);
+  require_positive("--d-model", d_model);
+  require_positive("--layers", n_layers);
+  require_positive("--heads", n_heads);
+  require_positive("--kv-heads", n_kv_heads);
+  require_positive("--d-ff", d_ff);
   if (d_model % n_heads != 0) {
     throw UserError("--d-model " + std::to_string(d_model) + " is not divisible by --heads " +
                     std::to_string(n_heads) + "; choose a head count that divides the model width");
