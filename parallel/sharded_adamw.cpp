@@ -15,13 +15,13 @@ ShardedAdamW::ShardedAdamW(std::vector<const FlatLayout*> groups, int shard_rank
 }
 
 void ShardedAdamW::update(size_t group, std::span<float> param_slice, std::span<const float> grad_slice,
-                          float lr) const {
+                          float lr) {
   const FlatLayout& g = *groups_[group];
   const auto [lo, hi] = g.slice(shard_rank_);
   SL_ASSERT(static_cast<int64_t>(param_slice.size()) == hi - lo && grad_slice.size() == param_slice.size(),
             "ShardedAdamW::update: slice sizes");
-  float* m = const_cast<Tensor&>(m_[group]).data();
-  float* v = const_cast<Tensor&>(v_[group]).data();
+  float* m = m_[group].data();
+  float* v = v_[group].data();
   // One kernel call per parameter piece: the decay flag is per parameter.
   g.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
     const auto c = optim::adamw_coefficients(options_, lr, step_, e.decay);

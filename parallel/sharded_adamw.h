@@ -22,7 +22,7 @@ class ShardedAdamW {
 
   void begin_step() { ++step_; }
   // param_slice and grad_slice hold flat elements [lo, hi) of group g (this rank's slice).
-  void update(size_t group, std::span<float> param_slice, std::span<const float> grad_slice, float lr) const;
+  void update(size_t group, std::span<float> param_slice, std::span<const float> grad_slice, float lr);
 
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t step) { step_ = step; }
