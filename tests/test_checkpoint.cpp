@@ -12,8 +12,11 @@
 #include "framework/error.h"
 #include "framework/slab.h"
 #include "tests/temp_dir.h"
+#include "tests/user_error.h"
 
 using namespace shardlab;
+
+using shardlab::testing::user_error_of;
 
 namespace {
 
@@ -29,16 +32,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-template <typename F>
-std::string user_error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  FAIL("expected a UserError");
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

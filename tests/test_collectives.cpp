@@ -13,17 +13,13 @@
 #include "parallel/algorithm_table.h"
 #include "parallel/collectives.h"
 #include "parallel/mesh.h"
+#include "tests/mpi_test_util.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
+using shardlab::testing::world_size;
 
 namespace {
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 // Mesh specs with 1, 2 and 3 axes for the job's size.
 std::vector<std::string> mesh_specs() {

@@ -13,17 +13,13 @@
 #include "parallel/collectives.h"
 #include "parallel/comm_trace.h"
 #include "parallel/mesh.h"
+#include "tests/mpi_test_util.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
+using shardlab::testing::world_size;
 
 namespace {
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 double timed(const std::function<void()>& body) {
   auto t0 = std::chrono::steady_clock::now();

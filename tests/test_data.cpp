@@ -10,9 +10,12 @@
 #include "framework/data/token_files.h"
 #include "framework/error.h"
 #include "tests/temp_dir.h"
+#include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::data;
+
+using shardlab::testing::user_error_of;
 
 namespace {
 
@@ -58,16 +61,6 @@ std::string shard_header(int32_t magic, int32_t version, int32_t count) {
   return std::string(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t));
 }
 
-template <typename F>
-std::string user_error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  FAIL("expected a UserError");
-  return "";
-}
 
 }  // namespace
 

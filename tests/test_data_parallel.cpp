@@ -21,21 +21,17 @@
 #include "optim/clip.h"
 #include "parallel/collectives.h"
 #include "parallel/data_parallel.h"
+#include "tests/mpi_test_util.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
+using shardlab::testing::world_size;
 
 namespace {
 
 constexpr int kSteps = 10;
 constexpr int64_t kBatch = 8, kSeq = 16;
 constexpr float kLr = 3e-3f;
-
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 nn::ModelConfig tiny(nn::Remat remat) {
   nn::ModelConfig c = nn::ModelConfig::preset("gpt-tiny");

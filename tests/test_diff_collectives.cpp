@@ -6,6 +6,7 @@
 #include "framework/autograd.h"
 #include "framework/ops/elementwise.h"
 #include "parallel/diff_collectives.h"
+#include "tests/mpi_test_util.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
@@ -22,14 +23,9 @@ Tensor pattern(const Shape& shape, int rank, int salt) {
 std::vector<float> values(const Tensor& t) { return {t.data(), t.data() + t.numel()}; }
 
 struct Setup {
-  Mesh mesh{MPI_COMM_WORLD, "data=" + std::to_string(size())};
+  Mesh mesh{MPI_COMM_WORLD, "data=" + std::to_string(testing::world_size())};
   const AxisGroup& g = mesh.axis("data");
   int n = g.size(), r = g.rank();
-  static int size() {
-    int s = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
-    return s;
-  }
 };
 
 }  // namespace
