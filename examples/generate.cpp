@@ -1,7 +1,7 @@
 // generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling.
 //
-//   generate --ckpt runs/ckpt_000300.h5 --prompt "12+34=" --max-new 8
-//   generate --ckpt runs/ckpt_000300.h5 --prompt "Once" --temperature 0.8 --top-k 40
+//   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
+//   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
 #include <cstdio>
 #include <cxxopts.hpp>
 

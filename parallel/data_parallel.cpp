@@ -31,6 +31,7 @@ class BucketedDataParallel : public DataParallel {
 
  private:
   struct Bucket {
+    explicit Bucket(FlatLayout l) : layout(std::move(l)) {}
     FlatLayout layout;
     size_t ready = 0;
     Tensor flat;         // packed gradients in flight (stage 0, 1: all averaged grads after finish)
@@ -61,7 +62,7 @@ BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& m
   int64_t pending_elems = 0;
   auto close_bucket = [&] {
     if (pending.empty()) return;
-    buckets_.push_back(std::make_unique<Bucket>(Bucket{FlatLayout(pending, shards)}));
+    buckets_.push_back(std::make_unique<Bucket>(FlatLayout(pending, shards)));
     pending.clear();
     pending_elems = 0;
   };

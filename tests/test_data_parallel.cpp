@@ -169,8 +169,11 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
   for (int zero = 0; zero <= 4; ++zero) {  // 4: ZeRO-3 keeping parameters from forward to backward
     nn::Transformer model(tiny(nn::Remat::None));
     nn::initialize(model, 11);
-    auto dp = make_data_parallel(model, mesh,
-                                 {.zero = std::min(zero, 3), .bucket_mb = 0.01, .reshard_after_forward = zero != 4});
+    DataParallelConfig config;
+    config.zero = std::min(zero, 3);
+    config.bucket_mb = 0.01;
+    config.reshard_after_forward = zero != 4;
+    auto dp = make_data_parallel(model, mesh, config);
     data::BatchLoader loader(dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();

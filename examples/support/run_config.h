@@ -24,7 +24,7 @@ struct RunConfig {
   // optimisation
   int64_t batch = 16;       // global batch, in sequences
   int64_t seq_len = 0;      // 0: the model context
-  int64_t steps = 300;
+  int64_t steps = 2000;
   int grad_accum = 1;       // microbatches per step
   std::string optimizer = "adamw";
   double lr = 3e-3, min_lr = 3e-4;
@@ -32,8 +32,8 @@ struct RunConfig {
   double weight_decay = 0.1, momentum = 0.9, grad_clip = 1.0;
   uint64_t seed = 1234;
   // evaluation, logging, checkpoints
-  int64_t eval_every = 100, eval_batches = 4, eval_problems = 100;
-  int64_t log_every = 10;
+  int64_t eval_every = 250, eval_batches = 4, eval_problems = 100;
+  int64_t log_every = 50;
   std::string metrics = "runs/metrics.jsonl";
   std::string ckpt_dir = "runs";
   int64_t ckpt_every = 0;   // 0: only at the end

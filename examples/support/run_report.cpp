@@ -39,7 +39,9 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   const cost::HardwareProfile& local = cost::hardware("local");
   cost::StepEstimate estimate;
   if (local.calibrated) {
-    cost::TrainConfig tc{.model = cost::shape_of(run.model), .batch_tokens = tokens_per_step_};
+    cost::TrainConfig tc;
+    tc.model = cost::shape_of(run.model);
+    tc.batch_tokens = tokens_per_step_;
     tc.precision = cost::fp32_training();
     const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                               .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
