@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -116,28 +117,34 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
   }
 
   return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row](const Tensor& gy) {
-    // Zeroed so that every key/value gradient can accumulate over groups and row blocks.
-    Tensor gqkv = Tensor::zeros(qkv.shape());
+    // Not zeroed: the last row block sees every key, so running the blocks last to first,
+    // group 0's last block writes all of dK and dV and every later block accumulates. dQ
+    // rows are written exactly once.
+    Tensor gqkv = Tensor::empty(qkv.shape());
     int64_t largest = 0;
-    for (int64_t r = 0; r < a.blocks(); ++r) largest = std::max(largest, a.scores_size(r));
+    std::vector<int64_t> probs_offset(a.blocks());  // of row block r within a group
+    for (int64_t r = 0, offset = 0; r < a.blocks(); offset += a.scores_size(r), ++r) {
+      largest = std::max(largest, a.scores_size(r));
+      probs_offset[r] = offset;
+    }
     Tensor dp = Tensor::empty({largest});
     const float* base = qkv.data();
     float* out = gqkv.data();
-    const float* p = probs.data();
     for (int64_t g = 0; g < a.G; ++g) {
-      for (int64_t r = 0; r < a.blocks(); ++r) {
+      for (int64_t r = a.blocks() - 1; r >= 0; --r) {
         const int64_t r0 = a.row_begin(r), r1 = a.row_end(r), rows = r1 - r0;
+        const bool first = g == 0 && r == a.blocks() - 1;
+        const float* p = probs.data() + g * a.group_size() + probs_offset[r];
         const float* dy = gy.data() + r0 * out_row + g * a.H;
         const float* q = base + r0 * a.C + g * a.H;
         // dV += P^T dY ; dP = dY V^T ; dS = softmax'(dP) ; dQ = s dS K ; dK += s dS^T Q
-        matmul_raw(p, a.scores_t(rows, r1), dy, a.q(rows, out_row), out + a.v_offset(), a.kv(r1), {.accumulate = true});
+        matmul_raw(p, a.scores_t(rows, r1), dy, a.q(rows, out_row), out + a.v_offset(), a.kv(r1), {.accumulate = !first});
         matmul_raw(dy, a.q(rows, out_row), base + a.v_offset(), a.kv_t(r1), dp.data(), a.scores(rows, r1));
         softmax_backward_rows(dp.data(), p, a.B * a.K, rows, r1, r0);
         matmul_raw(dp.data(), a.scores(rows, r1), base + a.k_offset(), a.kv(r1), out + r0 * a.C + g * a.H,
                    a.q(rows, a.C), {.alpha = scale});
         matmul_raw(dp.data(), a.scores_t(rows, r1), q, a.q(rows, a.C), out + a.k_offset(), a.kv(r1),
-                   {.alpha = scale, .accumulate = true});
-        p += a.scores_size(r);
+                   {.alpha = scale, .accumulate = !first});
       }
     }
     return std::vector<Tensor>{gqkv};

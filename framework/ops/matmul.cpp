@@ -1,5 +1,6 @@
 #include "framework/ops/matmul.h"
 
+#include <algorithm>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -131,12 +132,18 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                  MatView::matrix(N, K, K));
     }
     if (b.defined() && b.requires_grad()) {  // gb[N] = column sums of gy
+      // Threads own column slices, and each column is summed in row order: deterministic.
       gb = Tensor::zeros(b.shape());
       const float* g = gy.data();
       float* o = gb.data();
-      for (int64_t i = 0; i < M; ++i) {
+      constexpr int64_t kSlice = 64;
+#pragma omp parallel for if (M * N > 65536)
+      for (int64_t j0 = 0; j0 < N; j0 += kSlice) {
+        const int64_t j1 = std::min(N, j0 + kSlice);
+        for (int64_t i = 0; i < M; ++i) {
 #pragma omp simd
-        for (int64_t j = 0; j < N; ++j) o[j] += g[i * N + j];
+          for (int64_t j = j0; j < j1; ++j) o[j] += g[i * N + j];
+        }
       }
     }
     return std::vector<Tensor>{gx, gw, gb};

@@ -70,18 +70,22 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
 #pragma omp for
       for (int64_t r = 0; r < rows; ++r) {
         const float *xr = px + r * D, *gr = g + r * D;
+        const float m = pm[r], s = pr[r];
         float a = 0.0f, c = 0.0f;
+        float *xh = xhat.data(), *gh = gxh.data();
+#pragma omp simd reduction(+ : a, c)
         for (int64_t j = 0; j < D; ++j) {
-          xhat[j] = (xr[j] - pm[r]) * pr[r];
-          gxh[j] = gr[j] * pw[j];
-          lw[j] += gr[j] * xhat[j];
+          xh[j] = (xr[j] - m) * s;
+          gh[j] = gr[j] * pw[j];
+          lw[j] += gr[j] * xh[j];
           lb[j] += gr[j];
-          a += gxh[j];
-          c += gxh[j] * xhat[j];
+          a += gh[j];
+          c += gh[j] * xh[j];
         }
         a /= D;
         c /= D;
-        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = pr[r] * (gxh[j] - a - xhat[j] * c);
+#pragma omp simd
+        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = s * (gh[j] - a - xh[j] * c);
       }
     }
     return std::vector<Tensor>{gx, Tensor::from({D}, gw.total()), Tensor::from({D}, gb.total())};
@@ -117,13 +121,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
 #pragma omp for
       for (int64_t r = 0; r < rows; ++r) {
         const float *xr = px + r * D, *gr = g + r * D;
+        const float s = pr[r];
         float c = 0.0f;
+#pragma omp simd reduction(+ : c)
         for (int64_t j = 0; j < D; ++j) {
-          lw[j] += gr[j] * xr[j] * pr[r];
+          lw[j] += gr[j] * xr[j] * s;
           c += gr[j] * pw[j] * xr[j];
         }
-        c *= pr[r] * pr[r] * pr[r] / D;
-        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = gr[j] * pw[j] * pr[r] - xr[j] * c;
+        c *= s * s * s / D;
+#pragma omp simd
+        for (int64_t j = 0; j < D; ++j) ox[r * D + j] = gr[j] * pw[j] * s - xr[j] * c;
       }
     }
     return std::vector<Tensor>{gx, Tensor::from({D}, gw.total())};
