@@ -24,33 +24,38 @@ int mpi_count(int64_t count) {
   return static_cast<int>(count);
 }
 
-int world_rank_for_messages() {
+namespace {
+MPI_Comm g_job = MPI_COMM_NULL;  // what an internal error aborts, set by install_mpi_abort_handler
+}
+
+int job_rank_for_messages() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return -1;
+  if (!initialized || g_job == MPI_COMM_NULL) return -1;
   int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_rank(g_job, &rank);
   return rank;
 }
 
-void install_mpi_abort_handler() {
+void install_mpi_abort_handler(MPI_Comm job) {
+  g_job = job;
   set_abort_handler([](const char* message) {
-    std::fprintf(stderr, "rank %d: %s\n", world_rank_for_messages(), message);
+    std::fprintf(stderr, "rank %d: %s\n", job_rank_for_messages(), message);
     std::fflush(stderr);
-    // The whole job, not just this communicator: an invariant broke, nothing is safe.
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    // The whole job, not just one axis: an invariant broke, nothing is safe.
+    MPI_Abort(g_job, 1);
   });
 }
 
 MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  install_mpi_abort_handler();
 }
 
 MpiRuntime::~MpiRuntime() { MPI_Finalize(); }
 
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
+  install_mpi_abort_handler(comm);
   auto report_and_abort = [comm](const char* what, std::chrono::milliseconds grace) {
     int rank = -1;
     MPI_Comm_rank(comm, &rank);

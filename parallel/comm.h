@@ -4,13 +4,14 @@
 //
 // Failure policy (DESIGN 6): a rank that fails must take the whole job down, or the
 // others wait in their next collective forever. `run_mpi_main` catches any exception,
-// prints "rank R: error: ..." and calls MPI_Abort; SL_ASSERT failures do the same through
-// the abort handler installed by MpiRuntime.
+// prints "rank R: error: ..." and calls MPI_Abort on the job's communicator; SL_ASSERT
+// failures do the same through the abort handler it installs. A program's main names the
+// job (the world communicator); library code only ever receives it.
 //
 //   int main(int argc, char** argv) {
 //     MpiRuntime mpi(argc, argv);
-//     return run_mpi_main(MPI_COMM_WORLD, [&] {
-//       Mesh mesh(MPI_COMM_WORLD, "data=2,tensor=2");
+//     return run_mpi_main(job, [&] {          // job: the world communicator
+//       Mesh mesh(job, "data=2,tensor=2");
 //       ...
 //       return 0;
 //     });
@@ -33,8 +34,7 @@ void check_mpi(int code, const char* call);
 int mpi_count(int64_t count);
 
 // Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI; the watchdog
-// thread only ever calls MPI_Abort) and finalises it on destruction. Installs an abort
-// handler that names the rank and calls MPI_Abort on the world communicator.
+// thread only ever calls MPI_Abort) and finalises it on destruction.
 class MpiRuntime {
  public:
   MpiRuntime(int& argc, char**& argv);
@@ -43,12 +43,13 @@ class MpiRuntime {
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 };
 
-// Makes SL_ASSERT failures print the world rank and MPI_Abort the job. MpiRuntime calls
-// it; test mains that initialise MPI themselves call it too.
-void install_mpi_abort_handler();
+// Makes SL_ASSERT failures print the rank in `job` and MPI_Abort `job`. run_mpi_main
+// calls it; test mains that run doctest themselves call it too.
+void install_mpi_abort_handler(MPI_Comm job);
 
-// Runs `body`; on any exception prints "rank R: error: <what>" to stderr and aborts every
-// rank of `comm` with exit code 1. Returns body's exit code otherwise.
+// Installs the abort handler for `comm`, then runs `body`; on any exception prints
+// "rank R: error: <what>" to stderr and aborts every rank of `comm` with exit code 1.
+// Returns body's exit code otherwise.
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
 
 // An owned communicator (freed on destruction) or a borrowed one (never freed).
@@ -73,7 +74,7 @@ class Comm {
   bool owned_ = false;
 };
 
-// Rank in MPI_COMM_WORLD, for messages only (-1 before MPI_Init).
-int world_rank_for_messages();
+// Rank in the job the abort handler was installed for, for messages only (-1 before).
+int job_rank_for_messages();
 
 }  // namespace shardlab::parallel

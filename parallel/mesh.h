@@ -11,7 +11,7 @@
 // over the axes' coordinates, outermost first. The mesh also owns the communication
 // context its groups share: link emulation, trace, watchdog and the auto table.
 //
-//   Mesh mesh(MPI_COMM_WORLD, "data=2,tensor=2");        // 4 ranks, or a UserError
+//   Mesh mesh(job, "data=2,tensor=2");                   // 4 ranks of `job`, or a UserError
 //   const AxisGroup& tp = mesh.axis("tensor");
 //   all_reduce(tp, activations);                         // sum over the 2 tensor ranks
 //

@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  shardlab::parallel::install_mpi_abort_handler();
+  shardlab::parallel::install_mpi_abort_handler(MPI_COMM_WORLD);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
