@@ -2,7 +2,7 @@
 // task (or a text file / llm.c shard), on one process or many, and reports measured speed
 // against the measured peak and the cost model's prediction.
 //
-//   train_gpt                                           # gpt-small on arithmetic, one process
+//   train_gpt                                           # gpt-arith on arithmetic, one process
 //   mpirun -n 4 train_gpt --mesh data=4 --zero 3        # the same model, ZeRO-3 over 4 ranks
 //   train_gpt --resume runs/ckpt_000100.h5              # continues bit for bit, in any layout
 #include <omp.h>

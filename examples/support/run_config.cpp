@@ -22,7 +22,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   RunConfig r;
   cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");
   o.add_options("model")
-      ("model", "preset: gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny", cxxopts::value<std::string>()->default_value("gpt-small"))
+      ("model", "preset: gpt-arith, gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny", cxxopts::value<std::string>()->default_value("gpt-arith"))
       ("arch", "gpt or llama (overrides the preset)", cxxopts::value<std::string>())
       ("vocab", "vocabulary size V", cxxopts::value<int64_t>())
       ("context", "context length T", cxxopts::value<int64_t>())
@@ -43,7 +43,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("optimizer", "adamw or sgd", cxxopts::value<std::string>()->default_value(r.optimizer))
       ("lr", "peak learning rate", cxxopts::value<double>()->default_value(std::to_string(r.lr)))
       ("min-lr", "final learning rate of the cosine decay", cxxopts::value<double>()->default_value(std::to_string(r.min_lr)))
-      ("warmup", "linear warmup steps (default: a tenth of --steps)", cxxopts::value<int64_t>()->default_value("-1"))
+      ("warmup", "linear warmup steps, at most --steps (-1: a tenth of --steps)", cxxopts::value<int64_t>()->default_value(std::to_string(r.warmup)))
       ("weight-decay", "AdamW decoupled weight decay", cxxopts::value<double>()->default_value("0.1"))
       ("momentum", "SGD momentum", cxxopts::value<double>()->default_value("0.9"))
       ("grad-clip", "global gradient-norm clip (0: off)", cxxopts::value<double>()->default_value("1.0"))
@@ -164,8 +164,8 @@ void RunConfig::validate() const {
     throw UserError("learning rates must satisfy 0 <= --min-lr <= --lr and --lr > 0, got --lr " +
                     std::to_string(lr) + " --min-lr " + std::to_string(min_lr));
   }
-  if (warmup < -1 || warmup > steps) {
-    throw UserError("--warmup " + std::to_string(warmup) + " must be between 0 and --steps " + std::to_string(steps));
+  if (warmup < -1) {
+    throw UserError("--warmup " + std::to_string(warmup) + " must be 0 or more (or -1 for a tenth of --steps)");
   }
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));

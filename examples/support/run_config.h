@@ -7,6 +7,7 @@
 //   if (run.help) { std::cout << run.help_text; return 0; }
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -22,13 +23,13 @@ struct RunConfig {
   std::string data = "arithmetic";  // "arithmetic" or a path to a text file / llm.c .bin shard
   int digits = 2;
   // optimisation
-  int64_t batch = 16;       // global batch, in sequences
+  int64_t batch = 32;       // global batch, in sequences
   int64_t seq_len = 0;      // 0: the model context
   int64_t steps = 2000;
   int grad_accum = 1;       // microbatches per step
   std::string optimizer = "adamw";
-  double lr = 3e-3, min_lr = 3e-4;
-  int64_t warmup = -1;     // -1: a tenth of the steps
+  double lr = 1e-3, min_lr = 1e-4;
+  int64_t warmup = 100;    // capped at --steps; -1: a tenth of the steps
   double weight_decay = 0.1, momentum = 0.9, grad_clip = 1.0;
   uint64_t seed = 1234;
   // evaluation, logging, checkpoints
@@ -53,7 +54,7 @@ struct RunConfig {
   std::string help_text;
 
   int64_t sequence_length() const { return seq_len > 0 ? seq_len : model.context; }
-  int64_t warmup_steps() const { return warmup >= 0 ? warmup : steps / 10; }
+  int64_t warmup_steps() const { return warmup >= 0 ? std::min(warmup, steps) : steps / 10; }
   void validate() const;         // UserError naming the values and the fix
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;

@@ -19,6 +19,12 @@ const std::map<std::string, ModelConfig>& presets() {
     small.n_kv_heads = 4;
     small.d_ff = 512;
     m["gpt-small"] = small;
+    // The default arithmetic job: gpt-small with 64-token rows (6 problems each). Measured on
+    // 2 cores, 32 x 64 rows learn the carry (100% held-out accuracy by step 1000-1500) where
+    // 16 x 128 rows of the same tokens stay near 10% (README, "What the default job does").
+    ModelConfig arith = small;
+    arith.context = 64;
+    m["gpt-arith"] = arith;
     ModelConfig tiny = gpt;
     tiny.context = 16;
     tiny.d_model = 16;
