@@ -50,11 +50,15 @@ class BucketedDataParallel : public DataParallel {
   std::unique_ptr<ShardedAdamW> sharded_;      // stages 1, 2
   bool sync_ = true;
   bool overlap_;
+  // Stage 0 on one data rank has nothing to exchange: gradients stay where backward put
+  // them (size-1 axes cost nothing, not even the packing copies).
+  bool pack_;
   int in_flight_ = 0;
 };
 
 BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()), overlap_(c.overlap) {
+    : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()), overlap_(c.overlap),
+      pack_(stage_ > 0 || axes_.all->size() > 1) {
   // Buckets in reverse registration order: roughly the order backward produces gradients.
   const int shards = stage_ == 0 ? 1 : axes_.shard->size();
   const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(c.bucket_mb * (1 << 20) / sizeof(float)));
@@ -92,6 +96,7 @@ BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& m
 }
 
 void BucketedDataParallel::on_grad_ready(Bucket& b) {
+  if (!pack_) return;
   progress();
   if (sync_ && ++b.ready == b.layout.entries().size() && overlap_) launch(b);
 }
@@ -124,6 +129,7 @@ void BucketedDataParallel::progress() {
 }
 
 void BucketedDataParallel::finish_gradients() {
+  if (!pack_) return;
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
   for (auto& bucket : buckets_) {
     Bucket& b = *bucket;
