@@ -113,7 +113,8 @@ void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis
   bool mine_started = false;  // on a line, whether one direction's partial of chunk r has been added
   for (const Pass& p : passes_for(axis, bidir, take_collective_tag(group, axis))) {
     const int to = axis.neighbour(p.dir), from = axis.neighbour(-p.dir);
-    float* partial[2] = {s.scratch(largest), s.scratch(largest)};  // ping-pong
+    // Partial sums passed on at the next step, ping-pong (none on a ring of two).
+    float* partial[2] = {n > 2 ? s.scratch(largest) : nullptr, n > 2 ? s.scratch(largest) : nullptr};
     for (int step = 1; step < n; ++step) {
       Step& st = s.steps[first + step - 1];
       // Chunk r + dir*(n-step) leaves now; on a line only chunks beyond this rank exist.
@@ -124,12 +125,11 @@ void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis
       }
       if (int c = walk(axis, p.dir, n - step - 1); c >= 0 && from != MPI_PROC_NULL) {
         Range x = chunk_range(total, n, c, p.part);
-        float* got = partial[step % 2];
-        if (step < n - 1) {
-          st.recvs.push_back({from, got, x.count, p.tag, got, in + x.begin});  // add this rank's share, pass it on
+        if (step < n - 1) {  // add this rank's share, pass it on
+          st.recvs.push_back({from, nullptr, x.count, p.tag, partial[step % 2], in + x.begin});
         } else {  // c == r: done
           float* dst = out_chunk + (x.begin - mine.begin);
-          st.recvs.push_back({from, got, x.count, p.tag, dst, mine_started ? dst : in + x.begin});
+          st.recvs.push_back({from, nullptr, x.count, p.tag, dst, mine_started ? dst : in + x.begin});
           mine_started = p.part == Part::kWhole;
         }
       }

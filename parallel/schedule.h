@@ -36,9 +36,12 @@ struct Send {
   int tag;
 };
 
-// On arrival, optionally reduce_dst[i] = op(reduce_with[i], data[i]) for every element
-// (reduce_dst may be data itself, or reduce_with). Reductions of one step run in a fixed
-// order -- part by part, recvs in list order -- so results never depend on timing.
+// A plain recv lands the message in `data`. A reducing recv (reduce_dst set, data null)
+// lands it part by part in a small window of the runner's own buffers and computes
+// reduce_dst[i] = op(reduce_with[i], part[i]) as each part arrives (reduce_dst may equal
+// reduce_with): the raw message never travels through main memory, only the sum does.
+// Reductions of one step run in a fixed order -- part by part, recvs in list order -- so
+// results never depend on timing.
 struct Recv {
   int peer;
   float* data;
@@ -106,17 +109,19 @@ class ScheduleRun {
   double emulated_seconds() const { return emulated_; }
 
  private:
-  // One part of a received message to reduce once its request completes.
+  // One part of a reducing recv, posted into arrival slot (index % arrival slots) once
+  // the part that used the slot before it has been reduced.
   struct Arrival {
-    size_t request;
+    int peer;
+    int tag;
     float* dst;
     const float* with;
-    const float* data;
     int64_t count;
   };
 
   bool advance(bool block);
   void post_step();
+  void post_arrival(size_t index);
   bool reduce_arrivals(bool block);
   void finish_step();
 
@@ -124,9 +129,16 @@ class ScheduleRun {
   const LinkEmulation& links_;
   size_t step_ = 0;
   bool posted_ = false;
-  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Request> requests_;  // sends and plain recvs of the current step
+  // Reducing recvs land part by part in window_: arrival i in slot i % arrival_slots_,
+  // each slot window_part_ floats.
   std::vector<Arrival> arrivals_;  // in reduction order
   size_t next_arrival_ = 0;
+  size_t arrival_slots_ = 0;
+  std::vector<MPI_Request> arrival_requests_;  // one per slot
+  float* window_ = nullptr;
+  int64_t window_part_ = 0;
+  size_t window_capacity_ = 0;  // parts window_ can hold
   std::chrono::steady_clock::time_point step_start_;
   double step_seconds_ = 0;  // emulated time of the current step
   double emulated_ = 0;
