@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "examples/support/data_source.h"
 #include "examples/support/evaluate.h"
@@ -39,8 +40,13 @@ int train(int argc, char** argv) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   const cli::DataSource data = cli::open_data(run);
   data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());
-  nn::Transformer model(run.model);
-  nn::initialize(model, run.seed);  // the same weights in every layout
+  // Built without storage; the layout allocates and initialises what each rank keeps
+  // (ZeRO-3: only its slice), from the same seed whatever the layout.
+  const auto owned = [&] {
+    nn::DeferParameters defer;
+    return std::make_unique<nn::Transformer>(run.model);
+  }();
+  nn::Transformer& model = *owned;
   auto dp = parallel::make_data_parallel(model, mesh, run.data_parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;

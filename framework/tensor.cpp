@@ -100,13 +100,18 @@ Storage::~Storage() {
   block_cache().give(raw, allocation_bytes(numel_));
 }
 
-Tensor Tensor::empty(const Shape& shape) {
+Tensor Tensor::unallocated(const Shape& shape) {
   for (int64_t d : shape) {
     if (d < 0) throw UserError("negative dimension in shape " + shape_str(shape));
   }
   Tensor t;
   t.impl_ = std::make_shared<TensorImpl>();
   t.impl_->shape = shape;
+  return t;
+}
+
+Tensor Tensor::empty(const Shape& shape) {
+  Tensor t = unallocated(shape);
   t.impl_->storage = std::make_shared<Storage>(numel_of(shape));
   return t;
 }
@@ -139,8 +144,11 @@ int64_t Tensor::dim(int i) const {
 }
 
 int64_t Tensor::numel() const { return numel_of(shape()); }
-float* Tensor::data() { return impl_->storage->data() + impl_->offset; }
-const float* Tensor::data() const { return impl_->storage->data() + impl_->offset; }
+float* Tensor::data() {
+  SL_ASSERT(impl_->storage, "data() of a tensor of shape " + shape_str(impl_->shape) + " that has no storage");
+  return impl_->storage->data() + impl_->offset;
+}
+const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
 
 float Tensor::item() const {
   SL_ASSERT(numel() == 1, "item() of a tensor of shape " + shape_str(shape()));

@@ -54,6 +54,9 @@ class Tensor {
   static Tensor zeros(const Shape& shape);
   static Tensor full(const Shape& shape, float value);
   static Tensor from(const Shape& shape, std::vector<float> values);
+  // A shape without data (a deferred parameter, nn::DeferParameters): data() must not be
+  // used until share_storage() gives it some.
+  static Tensor unallocated(const Shape& shape);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;

@@ -270,6 +270,12 @@ std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const M
     throw UserError("--zero " + std::to_string(config.zero) + " shards AdamW state; use --optimizer adamw or --zero 0");
   }
   if (config.zero == 3) return make_fsdp(model, mesh, config);
+  for (const nn::Parameter& p : model.parameters()) {
+    if (!p.tensor->has_storage()) {
+      nn::initialize(model, config.seed);  // deferred: every rank holds the whole model
+      break;
+    }
+  }
   return std::make_unique<BucketedDataParallel>(model, mesh, config);
 }
 

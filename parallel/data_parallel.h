@@ -41,6 +41,7 @@ struct DataParallelConfig {
   bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
                                       // forward (false: keep them until its backward, no regather)
   std::string optimizer = "adamw";  // stage 0 also takes "sgd"
+  uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
   optim::AdamWOptions adamw;
   float momentum = 0.9f;        // SGD
 };
@@ -94,7 +95,9 @@ class DataParallel {
   double exposed_seconds_ = 0;
 };
 
-// Validates the config against the mesh (UserError naming the values) and builds the strategy.
+// Validates the config against the mesh (UserError naming the values) and builds the
+// strategy. Parameters built under nn::DeferParameters are allocated and initialised from
+// config.seed here: in full for stages 0-2, only each rank's slice for stage 3.
 std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const Mesh& mesh,
                                                  const DataParallelConfig& config);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -80,6 +81,10 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
     for (auto& p : block) p.name = "blocks." + std::to_string(l) + "." + p.name;
     units_.push_back(std::make_unique<Unit>(FlatLayout(block, shards)));
   }
+  // Each rank's slice comes from the model's values or, for a deferred model, straight
+  // from the initialisers: the full model never exists on any rank.
+  std::map<std::string, nn::Parameter> by_name;
+  for (const nn::Parameter& p : model.parameters()) by_name.emplace(p.name, p);
   for (size_t i = 0; i < units_.size(); ++i) {
     Unit& u = *units_[i];
     const auto [lo, hi] = u.layout.slice(rank);
@@ -88,7 +93,12 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
       u.shard = Tensor::zeros({hi - lo});
     }
     u.layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
-      std::memcpy(u.shard.data() + (a - lo), e.param.data() + (a - e.offset), (b - a) * sizeof(float));
+      float* dst = u.shard.data() + (a - lo);
+      if (e.param.has_storage()) {
+        std::memcpy(dst, e.param.data() + (a - e.offset), (b - a) * sizeof(float));
+      } else {
+        nn::initialize_range(by_name.at(e.name), config.seed, a - e.offset, b - e.offset, dst);
+      }
     });
     for (const FlatEntry& e : u.layout.entries()) {
       Tensor p = e.param;

@@ -29,8 +29,10 @@
 
 namespace shardlab::parallel {
 
-// Takes each rank's slice of the (already initialised) model's parameters, then frees the
-// full parameters. See data_parallel.h for the interface.
+// Takes each rank's slice of the model's parameters -- copied from an initialised model,
+// or computed from the initialisers (config.seed) for one built under
+// nn::DeferParameters, which then never holds its full parameters -- and frees the full
+// parameters. See data_parallel.h for the interface.
 std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
 
 }  // namespace shardlab::parallel

@@ -13,9 +13,11 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
+#include "framework/memory.h"
 #include "framework/ops.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
@@ -80,12 +82,22 @@ Run reference(nn::Remat remat, int accum) {
   return r;
 }
 
+// A model built as train_gpt builds it: no storage until the layout allocates (and, for
+// ZeRO-3, initialises only each rank's slice) from the seed.
+std::unique_ptr<nn::Transformer> deferred_model(nn::Remat remat) {
+  nn::DeferParameters defer;
+  return std::make_unique<nn::Transformer>(tiny(remat));
+}
+
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
-  nn::Transformer model(tiny(remat));
-  nn::initialize(model, 11);
-  auto dp = make_data_parallel(
-      model, mesh,
-      {.zero = zero, .bucket_mb = 0.01, .reshard_after_forward = reshard, .adamw = {.weight_decay = 0.1f}});
+  const auto owned = deferred_model(remat);
+  nn::Transformer& model = *owned;
+  auto dp = make_data_parallel(model, mesh,
+                               {.zero = zero,
+                                .bucket_mb = 0.01,
+                                .reshard_after_forward = reshard,
+                                .seed = 11,
+                                .adamw = {.weight_decay = 0.1f}});
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
@@ -156,6 +168,44 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
           check_equal(ref, distributed(mesh, zero, remat, accum));
         }
         check_equal(ref, distributed(mesh, 3, remat, accum, /*reshard=*/false));
+      }
+    }
+  }
+}
+
+TEST_CASE("every layout starts from the single process's weights; ZeRO-3 never holds the whole model") {
+  nn::Transformer initialised(tiny(nn::Remat::None));
+  nn::initialize(initialised, 11);
+  const auto expect = snapshot(initialised);
+  const int64_t numel = initialised.num_parameters();
+  for (const std::string& spec : meshes()) {
+    Mesh mesh(MPI_COMM_WORLD, spec);
+    const int shards = DataAxes::of(mesh).shard->size();
+    for (int zero = 0; zero <= 3; ++zero) {
+      for (bool deferred : {true, false}) {
+        CAPTURE(spec);
+        CAPTURE(zero);
+        CAPTURE(deferred);
+        MemoryTracker::reset_peaks();
+        const int64_t before = MemoryTracker::live(MemoryCategory::Parameters);
+        std::unique_ptr<nn::Transformer> model = deferred ? deferred_model(nn::Remat::None)
+                                                           : std::make_unique<nn::Transformer>(tiny(nn::Remat::None));
+        if (!deferred) nn::initialize(*model, 11);
+        DataParallelConfig config;
+        config.zero = zero;
+        config.seed = 11;
+        auto dp = make_data_parallel(*model, mesh, config);
+        const int64_t peak = MemoryTracker::peak(MemoryCategory::Parameters) - before;
+        if (zero == 3 && deferred) {
+          // Only this rank's slice of each of the units (root + one per block), padded.
+          const int64_t units = 1 + tiny(nn::Remat::None).n_layers;
+          CHECK_MESSAGE(peak <= static_cast<int64_t>(sizeof(float)) * (numel / shards + units),
+                        "parameter peak " << peak << " B while building ZeRO-3 over " << shards << " of " << numel
+                                          << " parameters");
+        }
+        dp->gather_full_params();
+        CHECK(snapshot(*model) == expect);
+        dp->release_full_params();
       }
     }
   }

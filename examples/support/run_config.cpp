@@ -187,6 +187,7 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
           .overlap = overlap,
           .reshard_after_forward = reshard_after_forward,
           .optimizer = optimizer,
+          .seed = seed,
           .adamw = {.weight_decay = static_cast<float>(weight_decay)},
           .momentum = static_cast<float>(momentum)};
 }

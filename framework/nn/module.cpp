@@ -1,12 +1,25 @@
 #include "framework/nn/module.h"
 
+#include <algorithm>
+
+#include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/rng.h"
 
 namespace shardlab::nn {
+namespace {
+
+thread_local bool deferring = false;
+
+}  // namespace
+
+DeferParameters::DeferParameters() : outer_(deferring) { deferring = true; }
+DeferParameters::~DeferParameters() { deferring = outer_; }
 
 Tensor& Module::add_parameter(Tensor& slot, const std::string& name, const Shape& shape, Init init, bool decay) {
-  {
+  if (deferring) {
+    slot = Tensor::unallocated(shape);
+  } else {
     MemoryScope scope(MemoryCategory::Parameters);
     slot = Tensor::zeros(shape);
   }
@@ -40,19 +53,27 @@ int64_t Module::num_parameters() {
   return n;
 }
 
-void initialize(Module& model, uint64_t seed) {
-  const Rng rng(seed);
-  for (const Parameter& p : model.parameters()) {
-    float* data = p.tensor->data();
-    const int64_t n = p.tensor->numel();
-    const uint64_t stream = hash_name(p.name);
-    for (int64_t i = 0; i < n; ++i) {
-      switch (p.init.kind) {
-        case Init::Normal: data[i] = p.init.std * rng.normal(stream, i); break;
-        case Init::Zeros: data[i] = 0.0f; break;
-        case Init::Ones: data[i] = 1.0f; break;
-      }
+void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t end, float* out) {
+  SL_ASSERT(0 <= begin && begin <= end && end <= p.tensor->numel(), "initialize_range out of " + p.name);
+  switch (p.init.kind) {
+    case Init::Normal: {
+      const Rng rng(seed);
+      const uint64_t stream = hash_name(p.name);
+      for (int64_t i = begin; i < end; ++i) out[i - begin] = p.init.std * rng.normal(stream, i);
+      break;
     }
+    case Init::Zeros: std::fill(out, out + (end - begin), 0.0f); break;
+    case Init::Ones: std::fill(out, out + (end - begin), 1.0f); break;
+  }
+}
+
+void initialize(Module& model, uint64_t seed) {
+  for (const Parameter& p : model.parameters()) {
+    if (!p.tensor->has_storage()) {
+      MemoryScope scope(MemoryCategory::Parameters);
+      p.tensor->share_storage(std::make_shared<Storage>(p.tensor->numel()), 0);
+    }
+    initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
   }
 }
 

@@ -57,7 +57,30 @@ class Module {
   std::vector<std::pair<std::string, Module*>> children_;
 };
 
-// Fills every parameter from its initialiser; see the header comment.
+// Fills every parameter from its initialiser; see the header comment. A parameter that
+// has no storage (deferred, see below) is allocated first.
 void initialize(Module& model, uint64_t seed);
+
+// Elements [begin, end) of p's initial values (row-major, global element indices) into
+// out[0, end - begin): how a sharded layout fills just its slice, bit-identical to the
+// same elements of initialize().
+void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t end, float* out);
+
+// While one is alive on this thread, modules register their parameters with a shape but
+// no storage, so that building a model costs no memory. A sharding strategy then
+// allocates and fills only what each rank keeps (FSDP: its slice of every unit), and
+// initialize() allocates and fills the whole model for any other layout.
+//
+//   auto model = [&] { nn::DeferParameters defer; return std::make_unique<Transformer>(config); }();
+class DeferParameters {
+ public:
+  DeferParameters();
+  ~DeferParameters();
+  DeferParameters(const DeferParameters&) = delete;
+  DeferParameters& operator=(const DeferParameters&) = delete;
+
+ private:
+  bool outer_;
+};
 
 }  // namespace shardlab::nn
