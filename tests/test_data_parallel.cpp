@@ -155,7 +155,7 @@ std::vector<std::string> meshes() {
 }  // namespace
 
 TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
-  for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full}) {
+  for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full, nn::Remat::SaveMatmulOutputs}) {
     for (int accum : {1, 2}) {
       const Run ref = reference(remat, accum);
       for (const std::string& spec : meshes()) {

@@ -8,9 +8,11 @@
 #include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/nn/transformer.h"
+#include "framework/ops.h"
 
 using namespace shardlab;
 using namespace shardlab::nn;
+using shardlab::linear_forwards;
 
 namespace {
 
@@ -63,16 +65,20 @@ TEST_CASE("initialisation depends on seed, name and index only") {
   CHECK(a.wte.weight.data()[3] != b.wte.weight.data()[3]);
 }
 
-TEST_CASE("full remat gives bit-identical gradients and saves activation memory") {
+TEST_CASE("remat policies give bit-identical gradients and save activation memory") {
   for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
     ModelConfig c = ModelConfig::preset(preset);
     c.context = 32;
     auto [loss0, g0] = loss_and_grads(c, 2, 32);
-    c.remat = Remat::Full;
-    auto [loss1, g1] = loss_and_grads(c, 2, 32);
-    CHECK(loss0 == loss1);
-    REQUIRE(g0.size() == g1.size());
-    for (size_t i = 0; i < g0.size(); ++i) CHECK(g0[i] == g1[i]);
+    for (Remat policy : {Remat::Full, Remat::SaveMatmulOutputs}) {
+      CAPTURE(preset);
+      CAPTURE(remat_name(policy));
+      c.remat = policy;
+      auto [loss1, g1] = loss_and_grads(c, 2, 32);
+      CHECK(loss0 == loss1);
+      REQUIRE(g0.size() == g1.size());
+      for (size_t i = 0; i < g0.size(); ++i) CHECK(g0[i] == g1[i]);
+    }
   }
   // Peak activation bytes during forward + backward.
   auto peak_activations = [](Remat r) {
@@ -87,9 +93,32 @@ TEST_CASE("full remat gives bit-identical gradients and saves activation memory"
     model.loss(ids, ids, 2, 128).backward();
     return MemoryTracker::peak(MemoryCategory::Activations) - base;
   };
-  const int64_t none = peak_activations(Remat::None), full = peak_activations(Remat::Full);
-  MESSAGE("peak activation bytes: remat none " << none << ", full " << full);
+  const int64_t none = peak_activations(Remat::None), full = peak_activations(Remat::Full),
+                save = peak_activations(Remat::SaveMatmulOutputs);
+  MESSAGE("peak activation bytes: remat none " << none << ", save-matmul " << save << ", full " << full);
   CHECK(full < none * 0.6);
+  CHECK(save < none * 0.9);
+  CHECK(save > full);
+}
+
+TEST_CASE("save-matmul remat runs no weight matmul twice") {
+  ModelConfig c = ModelConfig::preset("gpt-tiny");
+  Transformer model(c);
+  initialize(model, 1);
+  auto ids = tokens(2 * 16, c.vocab, 1);
+  // Linear layers a forward + backward runs: the forward once each, under full remat a
+  // second time in backward, under save-matmul never again.
+  auto linear_outputs = [&](Remat r) {
+    model.blocks[0]->remat = r;
+    model.blocks[1]->remat = r;
+    const int64_t before = linear_forwards();
+    model.loss(ids, ids, 2, 16).backward();
+    return linear_forwards() - before;
+  };
+  const int64_t none = linear_outputs(Remat::None), full = linear_outputs(Remat::Full),
+                save = linear_outputs(Remat::SaveMatmulOutputs);
+  CHECK(full == none + 2 * 4);  // qkv, out, fc, fc2 of both blocks again
+  CHECK(save == none);
 }
 
 TEST_CASE("KV-cache decoding reproduces the full forward") {

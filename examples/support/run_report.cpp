@@ -42,6 +42,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
     cost::TrainConfig tc;
     tc.model = cost::shape_of(run.model);
     tc.batch_tokens = tokens_per_step_;
+    tc.remat = cost::parse_remat(nn::remat_name(run.model.remat));  // the same spellings
     tc.precision = cost::fp32_training();
     const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                               .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,

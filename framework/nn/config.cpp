@@ -111,10 +111,18 @@ Arch parse_arch(const std::string& s) {
 Remat parse_remat(const std::string& s) {
   if (s == "none") return Remat::None;
   if (s == "full") return Remat::Full;
-  throw UserError("unknown --remat '" + s + "'; use none or full");
+  if (s == "save-matmul") return Remat::SaveMatmulOutputs;
+  throw UserError("unknown --remat '" + s + "'; use none, full or save-matmul");
 }
 
 std::string arch_name(Arch a) { return a == Arch::Gpt ? "gpt" : "llama"; }
-std::string remat_name(Remat r) { return r == Remat::None ? "none" : "full"; }
+std::string remat_name(Remat r) {
+  switch (r) {
+    case Remat::None: return "none";
+    case Remat::Full: return "full";
+    case Remat::SaveMatmulOutputs: return "save-matmul";
+  }
+  return "?";
+}
 
 }  // namespace shardlab::nn

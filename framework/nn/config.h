@@ -12,7 +12,9 @@
 namespace shardlab::nn {
 
 enum class Arch { Gpt, Llama };
-enum class Remat { None, Full };
+// Per block: keep every activation, only the block input, or the input and every
+// Linear output (remat.h).
+enum class Remat { None, Full, SaveMatmulOutputs };
 
 struct ModelConfig {
   Arch arch = Arch::Gpt;

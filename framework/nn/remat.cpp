@@ -1,22 +1,72 @@
 #include "framework/nn/remat.h"
 
+#include <memory>
+
 #include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/ops.h"
 
 namespace shardlab::nn {
+namespace {
 
-Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params) {
+// The outputs of the Linear calls of one SaveMatmulOutputs checkpoint, in call order.
+struct LinearTape {
+  std::vector<Tensor> outputs;
+  size_t next = 0;
+  bool replaying = false;
+};
+
+thread_local LinearTape* active_tape = nullptr;
+
+// Makes `tape` the one Linear calls see on this thread for the guard's life.
+class TapeScope {
+ public:
+  explicit TapeScope(LinearTape* tape) : outer_(active_tape) { active_tape = tape; }
+  ~TapeScope() { active_tape = outer_; }
+  TapeScope(const TapeScope&) = delete;
+  TapeScope& operator=(const TapeScope&) = delete;
+
+ private:
+  LinearTape* outer_;
+};
+
+}  // namespace
+
+Tensor rematerialised_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  LinearTape* tape = active_tape;
+  if (!tape) return ops::linear(x, w, b);
+  if (!tape->replaying) return tape->outputs.emplace_back(ops::linear(x, w, b));
+  SL_ASSERT(tape->next < tape->outputs.size(), "remat replay called more Linear layers than the forward did");
+  return ops::linear_with_output(x, w, b, tape->outputs[tape->next++]);
+}
+
+Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
+                  Remat policy) {
+  SL_ASSERT(policy != Remat::None, "checkpoint needs a remat policy, not none");
+  std::shared_ptr<LinearTape> tape;
+  if (policy == Remat::SaveMatmulOutputs) tape = std::make_shared<LinearTape>();
   Tensor y;
   {
     NoGradGuard no_grad;
+    TapeScope scope(tape.get());
     y = fn(x);
   }
   // Parameters are inputs only so that the node is recorded when they need gradients;
   // their gradients arrive through the recomputed graph, not through this node.
   std::vector<Tensor> inputs{x};
   inputs.insert(inputs.end(), params.begin(), params.end());
-  return record(y, "checkpoint", inputs, [fn, x, n = inputs.size()](const Tensor& gy) {
+  return record(y, "checkpoint", inputs, [fn, x, tape, n = inputs.size()](const Tensor& gy) {
     Tensor x_again = x.detach().set_requires_grad(x.requires_grad());
-    Tensor y_again = fn(x_again);
+    Tensor y_again;
+    {
+      if (tape) tape->replaying = true;
+      TapeScope scope(tape.get());
+      y_again = fn(x_again);
+    }
+    if (tape) {
+      SL_ASSERT(tape->next == tape->outputs.size(), "remat replay called fewer Linear layers than the forward did");
+      tape->outputs.clear();  // the recomputed graph holds what backward still needs
+    }
     run_backward(y_again, gy);
     std::vector<Tensor> grads(n);
     grads[0] = x_again.grad();

@@ -1,20 +1,36 @@
 // Rematerialisation (activation checkpointing) of one function of one tensor.
 //
-// Forward runs `fn` without recording a graph, so none of its intermediate activations
-// stay alive; only the input x is kept. Backward runs `fn` again with recording on and
-// back-propagates through that fresh graph: parameter gradients accumulate into their
-// leaves as usual (their hooks fire), and the gradient w.r.t. x flows on.
+// Forward runs `fn` without recording a graph, so its intermediate activations do not
+// stay alive; backward runs `fn` again with recording on and back-propagates through
+// that fresh graph: parameter gradients accumulate into their leaves as usual (their
+// hooks fire), and the gradient w.r.t. x flows on. What the forward keeps is the policy:
 //
-//   Tensor y = checkpoint([&](const Tensor& h) { return block(h); }, x, block.params());
+//   Remat::Full               only x; backward recomputes everything in fn
+//   Remat::SaveMatmulOutputs  x and the output of every nn::Linear called in fn; the
+//                             recompute takes those back instead of multiplying, so it
+//                             redoes only what lies between them (norms, activation
+//                             functions, the attention core) -- the weight matmuls, most
+//                             of a block's FLOPs, run once, as without remat
+//
+// Either way the gradients are bit-identical to Remat::None: every recomputed value is
+// computed exactly as the first time.
+//
+//   Tensor y = checkpoint([&](const Tensor& h) { return block(h); }, x, block.params(), policy);
 #pragma once
 
 #include <functional>
 #include <vector>
 
+#include "framework/nn/config.h"
 #include "framework/tensor.h"
 
 namespace shardlab::nn {
 
-Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params);
+Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
+                  Remat policy = Remat::Full);
+
+// ops::linear, or under a SaveMatmulOutputs checkpoint its saved output (nn::Linear's
+// forward).
+Tensor rematerialised_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 
 }  // namespace shardlab::nn

@@ -43,7 +43,7 @@ Tensor Block::operator()(const Tensor& x) const {
     if (remat == Remat::None) return forward(h);
     std::vector<Tensor> params;
     for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
-    return checkpoint([this](const Tensor& in) { return forward(in); }, h, params);
+    return checkpoint([this](const Tensor& in) { return forward(in); }, h, params, remat);
   };
   return wrapper ? wrapper(x, run) : run(x);
 }

@@ -1,6 +1,7 @@
 #include "framework/ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -107,18 +108,25 @@ void matmul_raw(const float* a, const MatView& av, const float* b, const MatView
 
 int64_t matmul_primitives_created() { return g_created; }
 
+namespace {
+std::atomic<int64_t> g_linear_forwards{0};
+}  // namespace
+
+int64_t linear_forwards() { return g_linear_forwards.load(std::memory_order_relaxed); }
+
 namespace ops {
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+namespace {
+
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   SL_ASSERT(w.ndim() == 2 && x.dim(-1) == w.dim(1),
             "linear: x " + shape_str(x.shape()) + " with weight " + shape_str(w.shape()));
   SL_ASSERT(!b.defined() || (b.ndim() == 1 && b.dim(0) == w.dim(0)), "linear: bias shape");
+}
+
+// Records linear's backward on its output y.
+Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y) {
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
-  Shape out_shape = x.shape();
-  out_shape.back() = N;
-  Tensor y = Tensor::empty(out_shape);
-  matmul_raw(x.data(), MatView::matrix(M, K, K), w.data(), MatView::matrix(K, N, K, /*trans=*/true), y.data(),
-             MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? b.data() : nullptr);
   return record(y, "linear", {x, w, b}, [x, w, b, M, N, K](const Tensor& gy) {
     Tensor gx, gw, gb;
     if (x.requires_grad()) {  // gx[M,K] = gy[M,N] · w[N,K]
@@ -148,6 +156,28 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     }
     return std::vector<Tensor>{gx, gw, gb};
   });
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_linear(x, w, b);
+  const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor y = Tensor::empty(out_shape);
+  matmul_raw(x.data(), MatView::matrix(M, K, K), w.data(), MatView::matrix(K, N, K, /*trans=*/true), y.data(),
+             MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? b.data() : nullptr);
+  g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
+  return record_linear(x, w, b, y);
+}
+
+Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
+  check_linear(x, w, b);
+  SL_ASSERT(y.numel() == x.numel() / w.dim(1) * w.dim(0), "linear_with_output: output " + shape_str(y.shape()) +
+                                                              " does not match x " + shape_str(x.shape()) + " and weight " +
+                                                              shape_str(w.shape()));
+  return record_linear(x, w, b, y.detach());
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

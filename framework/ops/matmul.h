@@ -42,10 +42,18 @@ void matmul_raw(const float* a, const MatView& av, const float* b, const MatView
 // Number of oneDNN matmul primitives created so far (cache misses).
 int64_t matmul_primitives_created();
 
+// Number of ops::linear multiplications so far (linear_with_output does not multiply):
+// shows what rematerialisation recomputes.
+int64_t linear_forwards();
+
 namespace ops {
 
 // y[..., N] = x[..., K] · w[N, K]^T (+ b[N]). b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+
+// The same op when its output y is already known (computed earlier and saved, as
+// selective rematerialisation does): records linear's backward without multiplying.
+Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y);
 
 // c[..., M, N] = a[..., M, K] · b[..., K, N] with equal leading dims (at most two).
 Tensor matmul(const Tensor& a, const Tensor& b);
