@@ -16,6 +16,7 @@ struct CollectiveHandle::State {
   const AxisGroup* group = nullptr;
   CommRecord record;
   Clock::time_point start;
+  Clock::time_point held_until;       // native: when the emulated links finish it
   std::unique_ptr<ScheduleRun> run;   // ring / bidir
   std::vector<MPI_Request> requests;  // native
   bool done = false;
@@ -43,6 +44,11 @@ std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
   s->record.predicted = l.group.context().links.predict_seconds(l.op, l.algorithm, l.group, l.bytes, l.shift);
   s->start = Clock::now();
   s->record.start = seconds_of(s->start);
+  if (l.algorithm == Algorithm::kNative) {  // MPI hides its hops: it occupies its axes as a whole
+    std::vector<int> axes;
+    for (const Axis* a : l.group.axes()) axes.push_back(a->index);
+    s->held_until = l.group.context().links.reserve(axes, s->start, s->record.predicted);
+  }
   return s;
 }
 
@@ -65,12 +71,11 @@ bool progress(CollectiveHandle::State& s, bool block) {
     const int count = static_cast<int>(s.requests.size());
     if (block) {
       SL_MPI(MPI_Waitall(count, s.requests.data(), MPI_STATUSES_IGNORE));
-      links.hold(s.start, emulated);
+      links.hold_until(s.held_until);
     } else {
       int finished = 0;
       SL_MPI(MPI_Testall(count, s.requests.data(), &finished, MPI_STATUSES_IGNORE));
-      const auto held_until = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(emulated));
-      if (!finished || (links.mode() == LinkMode::kDelay && Clock::now() < held_until)) return false;
+      if (!finished || (links.mode() == LinkMode::kDelay && Clock::now() < s.held_until)) return false;
     }
   }
   s.record.end = seconds_of(Clock::now());

@@ -36,6 +36,7 @@ void LinkEmulation::configure(LinkMode mode, const cost::HardwareProfile& profil
   }
   mode_ = mode;
   link_scale_ = link_scale;
+  busy_until_.clear();
   profile_name_ = profile.name;
   for (size_t i = 0; i < axis_names_.size(); ++i) links_[i] = profile.link(axis_names_[i]);
 }
@@ -103,9 +104,20 @@ double LinkEmulation::predict_seconds(CollectiveOp op, Algorithm algorithm, cons
   return total;
 }
 
-void LinkEmulation::hold(Clock::time_point start, double seconds) const {
-  if (mode_ != LinkMode::kDelay || seconds <= 0) return;
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+LinkEmulation::Clock::time_point LinkEmulation::reserve(std::span<const int> axes, Clock::time_point earliest,
+                                                        double seconds) {
+  const auto duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  if (mode_ != LinkMode::kDelay || seconds <= 0) return earliest + duration;
+  busy_until_.resize(axis_names_.size());
+  Clock::time_point start = earliest;
+  for (int a : axes) start = std::max(start, busy_until_.at(a));
+  const Clock::time_point end = start + duration;
+  for (int a : axes) busy_until_[a] = end;
+  return end;
+}
+
+void LinkEmulation::hold_until(Clock::time_point deadline) const {
+  if (mode_ != LinkMode::kDelay) return;
   // Sleep most of the way (the cores are shared), then yield the last stretch for accuracy.
   constexpr auto kSpin = std::chrono::microseconds(200);
   auto now = Clock::now();

@@ -14,6 +14,9 @@
 //   delay    hold every neighbour transfer until the emulated link would have finished
 //            it, so wall-clock time follows the emulated interconnect. Native collectives,
 //            whose hops MPI hides, are held for their predicted time as a whole.
+//            Transfers on one axis share its links: one issued while another still
+//            occupies them starts when it ends (e.g. the gradient buckets of data
+//            parallelism queue, as they do on real wires).
 //
 //   mesh.context().links.configure(LinkMode::kDelay, cost::hardware("tpu-v5e"), 1000.0);
 //
@@ -26,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,8 +69,12 @@ class LinkEmulation {
   double predict_seconds(CollectiveOp op, Algorithm algorithm, const AxisGroup& group, int64_t bytes,
                          int shift = 1) const;
 
-  // In delay mode, sleeps until `start + seconds`; otherwise returns at once.
-  void hold(Clock::time_point start, double seconds) const;
+  // Books the links of `axes` for `seconds` of transfer from `earliest` or, in delay mode,
+  // from when the last transfer already booked on any of them ends; returns when this
+  // one ends. The deadline to hold a collective (or ring step) to. Zero seconds books nothing.
+  Clock::time_point reserve(std::span<const int> axes, Clock::time_point earliest, double seconds);
+  // In delay mode, sleeps until `deadline`; otherwise returns at once.
+  void hold_until(Clock::time_point deadline) const;
 
  private:
   double axis_seconds(CollectiveOp op, Algorithm algorithm, int axis, int size, bool wraparound,
@@ -77,6 +85,7 @@ class LinkEmulation {
   std::string profile_name_ = "local";
   LinkMode mode_ = LinkMode::kOff;
   double link_scale_ = 1.0;
+  std::vector<Clock::time_point> busy_until_;  // per axis: when its booked transfers end
 };
 
 // What a command line's --link-profile NAME --link-mode off|account|delay --link-scale X

@@ -58,7 +58,7 @@ void copy_all(const std::vector<Combine>& copies) {
 
 }  // namespace
 
-ScheduleRun::ScheduleRun(Schedule schedule, const LinkEmulation& links)
+ScheduleRun::ScheduleRun(Schedule schedule, LinkEmulation& links)
     : schedule_(std::move(schedule)), links_(links) {}
 
 void ScheduleRun::post_step() {
@@ -113,11 +113,12 @@ void ScheduleRun::post_step() {
       SL_MPI(MPI_Isend(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
     }
   }
-  step_start_ = std::chrono::steady_clock::now();
   // Each direction of a link is its own wire: the step lasts as long as its largest message.
   step_seconds_ = largest > 0 && links_.mode() != LinkMode::kOff
                       ? links_.hop_seconds(step.axis, largest * static_cast<int64_t>(sizeof(float)))
                       : 0.0;
+  const int axis[] = {step.axis};
+  step_deadline_ = links_.reserve(axis, std::chrono::steady_clock::now(), step_seconds_);
   posted_ = true;
 }
 
@@ -160,15 +161,13 @@ bool ScheduleRun::advance(bool block) {
     if (block) {
       reduce_arrivals(true);
       SL_MPI(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-      links_.hold(step_start_, step_seconds_);
+      links_.hold_until(step_deadline_);
     } else {
       if (!reduce_arrivals(false)) return false;
       int done = 0;
       SL_MPI(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
       if (!done) return false;
-      const auto deadline = step_start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                              std::chrono::duration<double>(step_seconds_));
-      if (links_.mode() == LinkMode::kDelay && std::chrono::steady_clock::now() < deadline) return false;
+      if (links_.mode() == LinkMode::kDelay && std::chrono::steady_clock::now() < step_deadline_) return false;
     }
     finish_step();
   }

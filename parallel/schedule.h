@@ -13,7 +13,7 @@
 // The runner advances step by step, either blocking (wait) or without blocking (test),
 // which is how async collectives make progress between compute ops. Under link emulation
 // each step accounts, and in delay mode holds, the time its largest message takes on
-// the emulated link of its axis.
+// the emulated link of its axis (queued behind transfers already booked there).
 #pragma once
 
 #include <mpi.h>
@@ -100,7 +100,7 @@ class Schedule {
 
 class ScheduleRun {
  public:
-  ScheduleRun(Schedule schedule, const LinkEmulation& links);
+  ScheduleRun(Schedule schedule, LinkEmulation& links);
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
 
@@ -126,7 +126,7 @@ class ScheduleRun {
   void finish_step();
 
   Schedule schedule_;
-  const LinkEmulation& links_;
+  LinkEmulation& links_;
   size_t step_ = 0;
   bool posted_ = false;
   std::vector<MPI_Request> requests_;  // sends and plain recvs of the current step
@@ -139,8 +139,8 @@ class ScheduleRun {
   float* window_ = nullptr;
   int64_t window_part_ = 0;
   size_t window_capacity_ = 0;  // parts window_ can hold
-  std::chrono::steady_clock::time_point step_start_;
   double step_seconds_ = 0;  // emulated time of the current step
+  std::chrono::steady_clock::time_point step_deadline_;  // when its emulated links finish it
   double emulated_ = 0;
 };
 
