@@ -33,9 +33,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# Median over steps after the first two of a JSONL field.
-median() { grep -o "\"$2\": [^,}]*" "$1" | awk '{print $2}' | tail -n +3 | sort -g |
-           awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+source bench/metrics.sh  # median FILE FIELD
 
 run() {  # name per-rank-sequences overlap
   mpirun --oversubscribe --bind-to none -n "$ranks" "$build/examples/train_gpt" --model gpt-bench --mesh data=$ranks \

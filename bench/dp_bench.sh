@@ -18,9 +18,7 @@ mpi=(mpirun --oversubscribe --bind-to none)
 common=(--model gpt-bench --steps "$steps" --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
         --log-every 1000 --threads 1 --ckpt-dir "$tmp/ckpt")
 
-# Median over steps after the first two of a JSONL field.
-median() { grep -o "\"$2\": [^,}]*" "$1" | awk '{print $2}' | tail -n +3 | sort -g |
-           awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+source bench/metrics.sh  # median FILE FIELD
 
 run() {  # name ranks args...
   local name=$1 n=$2; shift 2
