@@ -15,6 +15,66 @@
 namespace shardlab::parallel {
 namespace {
 
+// Gradient buckets of stages 0-2: the parameters in reverse registration order (roughly
+// the order backward produces their gradients), a bucket closed once it holds bucket_mb.
+std::vector<FlatLayout> gradient_buckets(const std::vector<nn::Parameter>& params, double bucket_mb, int shards) {
+  const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / sizeof(float)));
+  std::vector<FlatLayout> buckets;
+  std::vector<FlatLayout::Param> pending;
+  int64_t pending_elems = 0;
+  auto close_bucket = [&] {
+    if (pending.empty()) return;
+    buckets.emplace_back(pending, shards);
+    pending.clear();
+    pending_elems = 0;
+  };
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    pending.push_back({it->name, *it->tensor, it->decay});
+    pending_elems += it->tensor->numel();
+    if (pending_elems >= bucket_elems) close_bucket();
+  }
+  close_bucket();
+  return buckets;
+}
+
+// What BucketedDataParallel issues in one step (see the class): the bucket reductions of
+// the last microbatch, launched from backward (or all after it without overlap), the
+// replica all_reduces of a hybrid ZeRO-2, the norm of stage 2's sharded gradients, and
+// stages 1-2's parameter all_gathers in the optimizer step.
+StepPlan plan_bucketed_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
+  const DataAxes axes = DataAxes::of(mesh);
+  const int stage = c.zero;
+  const std::vector<FlatLayout> buckets =
+      gradient_buckets(model.parameters(), c.bucket_mb, stage == 0 ? 1 : axes.shard->size());
+  StepPlan plan;
+  const auto reduce = [&](size_t i) {
+    const FlatLayout& b = buckets[i];
+    const std::string what = "grads bucket " + std::to_string(i);
+    if (stage == 2) {
+      add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kReduceScatter, b.padded() * 4, what});
+    } else {
+      add_planned(plan, mesh, {axes.all->name(), CollectiveOp::kAllReduce, b.padded() * 4, what});
+    }
+  };
+  const auto replica = [&](size_t i) {
+    if (stage == 2 && axes.replica) {
+      add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, buckets[i].shard_size() * 4,
+                               "grads bucket " + std::to_string(i) + ", this shard"});
+    }
+  };
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    reduce(i);
+    if (!c.overlap) replica(i);
+  }
+  for (size_t i = 0; i < buckets.size() && c.overlap; ++i) replica(i);
+  if (stage == 2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, 4, "gradient norm"});
+  for (size_t i = 0; i < buckets.size() && stage > 0; ++i) {
+    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].padded() * 4,
+                             "params bucket " + std::to_string(i)});
+  }
+  return plan;
+}
+
 // Stages 0-2: parameters stay whole on every rank; gradients travel in buckets.
 class BucketedDataParallel : public DataParallel {
  public:
@@ -59,23 +119,9 @@ class BucketedDataParallel : public DataParallel {
 BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
     : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()), overlap_(c.overlap),
       pack_(stage_ > 0 || axes_.all->size() > 1) {
-  // Buckets in reverse registration order: roughly the order backward produces gradients.
-  const int shards = stage_ == 0 ? 1 : axes_.shard->size();
-  const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(c.bucket_mb * (1 << 20) / sizeof(float)));
-  std::vector<FlatLayout::Param> pending;
-  int64_t pending_elems = 0;
-  auto close_bucket = [&] {
-    if (pending.empty()) return;
-    buckets_.push_back(std::make_unique<Bucket>(FlatLayout(pending, shards)));
-    pending.clear();
-    pending_elems = 0;
-  };
-  for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
-    pending.push_back({it->name, *it->tensor, it->decay});
-    pending_elems += it->tensor->numel();
-    if (pending_elems >= bucket_elems) close_bucket();
+  for (FlatLayout& layout : gradient_buckets(params_, c.bucket_mb, stage_ == 0 ? 1 : axes_.shard->size())) {
+    buckets_.push_back(std::make_unique<Bucket>(std::move(layout)));
   }
-  close_bucket();
   for (auto& bucket : buckets_) {
     Bucket* b = bucket.get();
     for (const FlatEntry& e : b->layout.entries()) {
@@ -257,8 +303,9 @@ DataAxes DataAxes::of(const Mesh& mesh) {
   return a;
 }
 
-std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const Mesh& mesh,
-                                                 const DataParallelConfig& config) {
+namespace {
+
+void validate(const Mesh& mesh, const DataParallelConfig& config) {
   for (const char* axis : {"pipe", "expert", "tensor"}) {
     if (mesh.has_axis(axis) && mesh.axis_size(axis) > 1) {
       throw UserError(std::string("mesh axis ") + axis + "=" + std::to_string(mesh.axis_size(axis)) +
@@ -269,6 +316,13 @@ std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const M
   if (config.zero > 0 && config.optimizer != "adamw") {
     throw UserError("--zero " + std::to_string(config.zero) + " shards AdamW state; use --optimizer adamw or --zero 0");
   }
+}
+
+}  // namespace
+
+std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const Mesh& mesh,
+                                                 const DataParallelConfig& config) {
+  validate(mesh, config);
   if (config.zero == 3) return make_fsdp(model, mesh, config);
   for (const nn::Parameter& p : model.parameters()) {
     if (!p.tensor->has_storage()) {
@@ -277,6 +331,13 @@ std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const M
     }
   }
   return std::make_unique<BucketedDataParallel>(model, mesh, config);
+}
+
+StepPlan plan_data_parallel_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                 int microbatches) {
+  validate(mesh, config);
+  SL_ASSERT(microbatches >= 1, "a step has at least one microbatch");
+  return config.zero == 3 ? plan_fsdp_step(model, mesh, config, microbatches) : plan_bucketed_step(model, mesh, config);
 }
 
 }  // namespace shardlab::parallel

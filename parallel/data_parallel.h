@@ -31,6 +31,7 @@
 #include "framework/nn/transformer.h"
 #include "optim/adamw.h"
 #include "parallel/mesh.h"
+#include "parallel/step_plan.h"
 
 namespace shardlab::parallel {
 
@@ -100,5 +101,11 @@ class DataParallel {
 // config.seed here: in full for stages 0-2, only each rank's slice for stage 3.
 std::unique_ptr<DataParallel> make_data_parallel(nn::Transformer& model, const Mesh& mesh,
                                                  const DataParallelConfig& config);
+
+// The collectives make_data_parallel(model, mesh, config)'s strategy issues in one
+// training step of `microbatches` microbatches, in issue order (step_plan.h), from the
+// parameter shapes alone: the model may be deferred and stays so. Same validation.
+StepPlan plan_data_parallel_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                 int microbatches);
 
 }  // namespace shardlab::parallel

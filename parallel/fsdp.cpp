@@ -60,27 +60,30 @@ class FullyShardedDataParallel : public DataParallel {
   bool reshard_after_forward_;
 };
 
-std::vector<FlatLayout::Param> params_of(nn::Module& m) {
-  std::vector<FlatLayout::Param> out;
-  for (const nn::Parameter& p : m.parameters()) out.push_back({p.name, *p.tensor, p.decay});
-  return out;
+// Unit 0, the root: every parameter outside the blocks; unit 1 + l: block l. Names are
+// the whole model's.
+std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
+  std::vector<FlatLayout::Param> root;
+  for (const nn::Parameter& p : model.parameters()) {
+    if (p.name.rfind("blocks.", 0) != 0) root.push_back({p.name, *p.tensor, p.decay});
+  }
+  std::vector<FlatLayout> units;
+  units.emplace_back(root, shards);
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    std::vector<FlatLayout::Param> block;
+    for (const nn::Parameter& p : model.blocks[l]->parameters()) {
+      block.push_back({"blocks." + std::to_string(l) + "." + p.name, *p.tensor, p.decay});
+    }
+    units.emplace_back(block, shards);
+  }
+  return units;
 }
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
     : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward) {
-  const int shards = axes_.shard->size(), rank = axes_.shard->rank();
-  // Root: every parameter outside the blocks, named as in the whole model.
-  std::vector<FlatLayout::Param> root;
-  for (const nn::Parameter& p : model.parameters()) {
-    if (p.name.rfind("blocks.", 0) != 0) root.push_back({p.name, *p.tensor, p.decay});
-  }
-  units_.push_back(std::make_unique<Unit>(FlatLayout(root, shards)));
-  for (size_t l = 0; l < model.blocks.size(); ++l) {
-    std::vector<FlatLayout::Param> block = params_of(*model.blocks[l]);
-    for (auto& p : block) p.name = "blocks." + std::to_string(l) + "." + p.name;
-    units_.push_back(std::make_unique<Unit>(FlatLayout(block, shards)));
-  }
+  const int rank = axes_.shard->rank();
+  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size())) units_.push_back(std::make_unique<Unit>(std::move(layout)));
   // Each rank's slice comes from the model's values or, for a deferred model, straight
   // from the initialisers: the full model never exists on any rank.
   std::map<std::string, nn::Parameter> by_name;
@@ -267,6 +270,42 @@ std::string FullyShardedDataParallel::describe() const {
 }
 
 }  // namespace
+
+StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
+  const DataAxes axes = DataAxes::of(mesh);
+  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size());
+  const size_t blocks = units.size() - 1;
+  StepPlan plan;
+  const std::string& shard = axes.shard->name();
+  const auto gather = [&](size_t i, const char* when) {
+    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * 4,
+                             i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when});
+  };
+  const auto reduce = [&](size_t i) {
+    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * 4,
+                             i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)});
+  };
+  for (int m = 0; m < microbatches; ++m) {
+    const bool sync = m == microbatches - 1;
+    if (m == 0) gather(0, "");  // the root stays gathered until the step's gradients are reduced
+    for (size_t i = 1; i <= blocks; ++i) gather(i, " (forward)");  // block l prefetches l + 1
+    // Backward of block l: gather l again (resharded) and prefetch l - 1, then reduce l.
+    for (size_t i = blocks; i >= 1; --i) {
+      if (config.reshard_after_forward) {
+        if (i == blocks) gather(i, " (backward)");
+        if (i > 1) gather(i - 1, " (backward)");
+      }
+      if (sync) reduce(i);
+    }
+    if (sync) reduce(0);  // the tied embedding's gradient is complete last
+  }
+  for (size_t i = 0; i < units.size() && axes.replica; ++i) {
+    add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, units[i].shard_size() * 4,
+                             (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard"});
+  }
+  add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, 4, "gradient norm"});
+  return plan;
+}
 
 std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config) {
   return std::make_unique<FullyShardedDataParallel>(model, mesh, config);

@@ -35,4 +35,8 @@ namespace shardlab::parallel {
 // parameters. See data_parallel.h for the interface.
 std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
 
+// The collectives make_fsdp's strategy issues in one training step, in issue order
+// (plan_data_parallel_step in data_parallel.h).
+StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches);
+
 }  // namespace shardlab::parallel

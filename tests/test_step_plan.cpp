@@ -1,0 +1,120 @@
+// The dry-run plan (step_plan.h): every data-parallel layout's plan, made from parameter
+// shapes alone, equals the collectives a real step then issues, entry for entry and in
+// order; and ranks whose plans differ are stopped with an error naming where.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/data/arithmetic.h"
+#include "framework/data/dataset.h"
+#include "framework/memory.h"
+#include "framework/ops.h"
+#include "parallel/collectives.h"
+#include "parallel/data_parallel.h"
+#include "parallel/step_plan.h"
+#include "tests/mpi_test_util.h"
+#include "tests/user_error.h"
+
+using namespace shardlab;
+using namespace shardlab::parallel;
+using shardlab::testing::world_size;
+
+namespace {
+
+std::unique_ptr<nn::Transformer> deferred_tiny() {
+  nn::DeferParameters defer;
+  return std::make_unique<nn::Transformer>(nn::ModelConfig::preset("gpt-tiny"));
+}
+
+// One training step as train_gpt runs it, with the trace on; its collectives in issue order.
+std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
+  static data::ArithmeticTask task({.digits = 2, .seed = 5});
+  const auto model = deferred_tiny();
+  auto dp = make_data_parallel(*model, mesh, config);
+  const DataAxes axes = DataAxes::of(mesh);
+  data::BatchLoader loader(task.train(), 8, 16, axes.all->rank(), axes.all->size());
+  const data::Batch batch = loader.next();
+  mesh.context().trace.clear();
+  mesh.context().trace.set_recording(true);
+  for (int i = 0; i < microbatches; ++i) {
+    dp->begin_microbatch(i, microbatches);
+    const data::Batch m = batch.microbatch(i, microbatches);
+    ops::scale(model->loss(m.inputs, m.targets, m.rows, m.seq_len), 1.0f / microbatches).backward();
+  }
+  dp->finish_gradients();
+  dp->clip_grad_norm(1.0);
+  dp->step(1e-3f);
+  dp->zero_grad();
+  mesh.context().trace.set_recording(false);
+  std::vector<CommRecord> events = mesh.context().trace.events();
+  std::stable_sort(events.begin(), events.end(), [](const CommRecord& a, const CommRecord& b) { return a.start < b.start; });
+  return events;
+}
+
+std::vector<std::string> meshes() {
+  const int n = world_size();
+  std::vector<std::string> m{"data=" + std::to_string(n)};
+  if (n == 4) m.push_back("data=2,fsdp=2");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("every layout's plan is the collectives a real step issues, in order") {
+  for (const std::string& spec : meshes()) {
+    Mesh mesh(MPI_COMM_WORLD, spec);
+    for (int zero = 0; zero <= 3; ++zero) {
+      for (int microbatches : {1, 2}) {
+        for (bool variant : {true, false}) {  // overlap (stages 0-2) or reshard after forward (3)
+          DataParallelConfig config;
+          config.zero = zero;
+          config.bucket_mb = 0.01;
+          config.overlap = zero == 3 || variant;
+          config.reshard_after_forward = zero != 3 || variant;
+          CAPTURE(spec);
+          CAPTURE(zero);
+          CAPTURE(microbatches);
+          CAPTURE(variant);
+          const auto model = deferred_tiny();
+          const int64_t params_before = MemoryTracker::live(MemoryCategory::Parameters);
+          const StepPlan plan = plan_data_parallel_step(*model, mesh, config, microbatches);
+          CHECK(MemoryTracker::live(MemoryCategory::Parameters) == params_before);  // nothing allocated
+          const std::vector<CommRecord> ran = run_step(mesh, config, microbatches);
+          REQUIRE(ran.size() == plan.size());
+          for (size_t i = 0; i < plan.size(); ++i) {
+            CAPTURE(i);
+            CAPTURE(plan[i].what);
+            CHECK(ran[i].group == plan[i].group);
+            CHECK(ran[i].op == plan[i].op);
+            CHECK(ran[i].bytes == plan[i].bytes);
+          }
+          check_plan_agreement(mesh, plan);  // the same code everywhere: no error
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ranks whose plans differ get an error naming the group and the entry, on every rank") {
+  const int n = world_size();
+  if (n == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(n));
+  StepPlan plan = {{"data", CollectiveOp::kAllReduce, 1024, "grads bucket 0"},
+                   {"data", CollectiveOp::kAllReduce, 2048, "grads bucket 1"}};
+  if (mesh.rank() == n - 1) plan[1].bytes = 4096;  // the last rank's bucket 1 differs
+  const std::string message = shardlab::testing::user_error_of([&] { check_plan_agreement(mesh, plan); });
+  CHECK(message.find("group 'data'") != std::string::npos);
+  CHECK(message.find("entry 1") != std::string::npos);
+  CHECK(message.find("4096") != std::string::npos);
+  CHECK(message.find("2048") != std::string::npos);
+  CHECK(message.find("rank " + std::to_string(n - 1)) != std::string::npos);
+  // A rank whose plan stops early is caught too.
+  StepPlan shorter = {{"data", CollectiveOp::kAllReduce, 1024, "grads bucket 0"}};
+  if (mesh.rank() != 0) shorter.push_back({"data", CollectiveOp::kAllReduce, 2048, "grads bucket 1"});
+  CHECK(shardlab::testing::user_error_of([&] { check_plan_agreement(mesh, shorter); }).find("ends there") !=
+        std::string::npos);
+}
