@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "examples/support/data_source.h"
+#include "examples/support/dry_run.h"
 #include "examples/support/evaluate.h"
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
@@ -47,6 +48,7 @@ int train(int argc, char** argv) {
     return std::make_unique<nn::Transformer>(run.model);
   }();
   nn::Transformer& model = *owned;
+  if (run.dry_run) return cli::dry_run(run, mesh, model), 0;
   auto dp = parallel::make_data_parallel(model, mesh, run.data_parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;

@@ -74,7 +74,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("link-scale", "slow emulated links down by this factor (keep the target's compute/link ratio)",
        cxxopts::value<double>()->default_value("1"))
       ("trace", "write a Chrome/Perfetto trace of every collective to this JSON file",
-       cxxopts::value<std::string>()->default_value(""));
+       cxxopts::value<std::string>()->default_value(""))
+      ("dry-run", "plan one step's collectives from the layout alone, check every rank agrees, print the plan "
+       "with predicted times, and exit (nothing is allocated or trained)");
 
   cxxopts::ParseResult p;
   try {
@@ -139,6 +141,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.link_mode = p["link-mode"].as<std::string>();
   r.link_scale = p["link-scale"].as<double>();
   r.trace = p["trace"].as<std::string>();
+  r.dry_run = p.count("dry-run") > 0;
   r.validate();
   return r;
 }

@@ -49,6 +49,7 @@ struct RunConfig {
   std::string link_profile = "local", link_mode = "off";
   double link_scale = 1.0;
   std::string trace;  // Chrome trace JSON of every collective, "" for none
+  bool dry_run = false;  // plan and check one step's collectives, then exit
 
   bool help = false;
   std::string help_text;

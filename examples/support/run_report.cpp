@@ -24,6 +24,18 @@ void print_memory(const char* when) {
 
 }  // namespace
 
+cost::StepEstimate predict_step(const RunConfig& run, const parallel::Mesh& mesh) {
+  cost::TrainConfig tc;
+  tc.model = cost::shape_of(run.model);
+  tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
+  tc.remat = cost::parse_remat(nn::remat_name(run.model.remat));  // the same spellings
+  tc.precision = cost::fp32_training();
+  const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
+                            .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
+                            .microbatches = run.grad_accum};
+  return cost::estimate_train_step(tc, layout, cost::hardware("local"));
+}
+
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
                      nn::Transformer& model, const DataSource& data)
     : run_(run), mesh_(mesh) {
@@ -36,20 +48,9 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   tokens_per_step_ = static_cast<double>(run.batch * run.sequence_length());
   MemoryTracker::reset_peaks();  // from here on: the layout's own footprint
 
-  const cost::HardwareProfile& local = cost::hardware("local");
-  cost::StepEstimate estimate;
-  if (local.calibrated) {
-    cost::TrainConfig tc;
-    tc.model = cost::shape_of(run.model);
-    tc.batch_tokens = tokens_per_step_;
-    tc.remat = cost::parse_remat(nn::remat_name(run.model.remat));  // the same spellings
-    tc.precision = cost::fp32_training();
-    const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
-                              .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
-                              .microbatches = run.grad_accum};
-    estimate = cost::estimate_train_step(tc, layout, local);
-    predicted_step_ = estimate.step_seconds;
-  }
+  const bool calibrated = cost::hardware("local").calibrated;
+  const cost::StepEstimate estimate = calibrated ? predict_step(run, mesh) : cost::StepEstimate{};
+  predicted_step_ = estimate.step_seconds;
   if (!leader()) return;
   std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), model.num_parameters() / 1e6);
   std::printf("data    %s\n", data.train->describe().c_str());
@@ -59,7 +60,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
               static_cast<long long>(run.batch / axes.all->size()), run.grad_accum, omp_get_max_threads());
   std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
               peak_flops_ / 1e9, flops_per_token_ / 1e6);
-  if (local.calibrated) {
+  if (calibrated) {
     std::printf("predict %.1f ms per step on the local profile: compute %.1f ms", estimate.step_seconds * 1e3,
                 estimate.compute_seconds * 1e3);
     for (const cost::AxisComm& c : estimate.comms) std::printf(", %s %s %.2f ms", c.axis.c_str(), c.what.c_str(), c.seconds * 1e3);

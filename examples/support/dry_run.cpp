@@ -1,0 +1,38 @@
+#include "examples/support/dry_run.h"
+
+#include <cstdio>
+
+#include "examples/support/metrics.h"
+#include "examples/support/run_report.h"
+#include "parallel/data_parallel.h"
+#include "parallel/step_plan.h"
+
+namespace shardlab::cli {
+
+void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
+  const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
+  parallel::StepPlan plan = parallel::plan_data_parallel_step(model, mesh, run.data_parallel(), run.grad_accum);
+  parallel::add_planned(plan, mesh, {axes.all->name(), parallel::CollectiveOp::kAllReduce, 4, "loss"});  // train_gpt's
+  parallel::check_plan_agreement(mesh, plan);
+  if (mesh.rank() != 0) return;
+  const double tokens = static_cast<double>(run.batch * run.sequence_length());
+  std::printf("dry run: %s | %.2fM parameters | mesh %s | ZeRO-%d | %lld x %lld tokens per step, %d microbatches\n",
+              run.model.describe().c_str(), model.num_parameters() / 1e6, mesh.describe().c_str(), run.zero,
+              static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()), run.grad_accum);
+  std::printf("the collectives of one step on rank 0; all %d ranks plan the same on every group they share\n",
+              mesh.size());
+  std::printf("%s", parallel::format_plan(mesh, plan).c_str());
+  const double comm = parallel::planned_seconds(mesh, plan);
+  std::printf("predict %.3f ms of communication per step if none of it overlapped (%s links x%g), %.1f GFLOP of "
+              "compute per rank",
+              comm * 1e3, mesh.context().links.profile_name().c_str(), mesh.context().links.link_scale(),
+              train_flops_per_token(run.model, run.sequence_length()) * tokens / axes.all->size() / 1e9);
+  if (cost::hardware("local").calibrated) {
+    std::printf(" = %.1f ms on the local profile", predict_step(run, mesh).compute_seconds * 1e3);
+  } else {
+    std::printf(" (calibrate the local profile for its time: shardlab-plan calibrate)");
+  }
+  std::printf("\n");
+}
+
+}  // namespace shardlab::cli
