@@ -49,6 +49,8 @@ int train(int argc, char** argv) {
   }();
   nn::Transformer& model = *owned;
   if (run.dry_run) return cli::dry_run(run, mesh, model), 0;
+  // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
+  parallel::check_plan_agreement(mesh, cli::plan_train_step(run, mesh, model));
   auto dp = parallel::make_data_parallel(model, mesh, run.data_parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;

@@ -5,14 +5,19 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "parallel/data_parallel.h"
-#include "parallel/step_plan.h"
 
 namespace shardlab::cli {
 
+parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
+  parallel::StepPlan plan = parallel::plan_data_parallel_step(model, mesh, run.data_parallel(), run.grad_accum);
+  const std::string& all = parallel::DataAxes::of(mesh).all->name();
+  parallel::add_planned(plan, mesh, {all, parallel::CollectiveOp::kAllReduce, 4, "loss"});
+  return plan;
+}
+
 void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
-  parallel::StepPlan plan = parallel::plan_data_parallel_step(model, mesh, run.data_parallel(), run.grad_accum);
-  parallel::add_planned(plan, mesh, {axes.all->name(), parallel::CollectiveOp::kAllReduce, 4, "loss"});  // train_gpt's
+  const parallel::StepPlan plan = plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
   if (mesh.rank() != 0) return;
   const double tokens = static_cast<double>(run.batch * run.sequence_length());

@@ -8,8 +8,13 @@
 #include "examples/support/run_config.h"
 #include "framework/nn/transformer.h"
 #include "parallel/mesh.h"
+#include "parallel/step_plan.h"
 
 namespace shardlab::cli {
+
+// The collectives of one train_gpt step: the layout's (plan_data_parallel_step) and the
+// loss all_reduce. The model may be deferred.
+parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model);
 
 // Collective; throws UserError on every rank if the ranks' plans disagree.
 void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model);
