@@ -1,0 +1,124 @@
+#include "examples/plan_args.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "framework/error.h"
+
+namespace shardlab::plan {
+
+using namespace shardlab::cost;
+
+namespace {
+
+Json link_json(const LinkSpec& l) { return Json::object().set("bandwidth", l.bandwidth).set("latency", l.latency); }
+
+}  // namespace
+
+double parse_size(const std::string& text, const std::string& flag) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  const std::string suffix = end;
+  const std::string units = "kMGT";
+  const size_t power = suffix.size() == 1 ? units.find(suffix[0] == 'K' ? 'k' : suffix[0]) : std::string::npos;
+  if (power != std::string::npos)
+    value *= std::pow(1024.0, static_cast<double>(power + 1));
+  else if (!suffix.empty() || end == text.c_str())
+    throw UserError("--" + flag + " '" + text + "' is not a size; use a number like 4096, 4e6, 16k or 4M");
+  if (!(value > 0)) throw UserError("--" + flag + " must be positive, got '" + text + "'");
+  return value;
+}
+
+std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t stop = std::min(text.find(separator, start), text.size());
+    const std::string item = text.substr(start, stop - start);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0)
+      throw UserError("--" + flag + " '" + text + "' must be non-negative integers separated by '" + separator + "'");
+    out.push_back(static_cast<int>(v));
+    start = stop + 1;
+  }
+  return out;
+}
+
+std::string human(double value, const char* unit) {
+  const char* prefixes[] = {"p", "n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  int index = 4;
+  while (value != 0 && std::fabs(value) < 1 && index > 0) value *= 1000, --index;
+  while (std::fabs(value) >= 1000 && index < 10) value /= 1000, ++index;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s%s", value, prefixes[index], unit);
+  std::string out = text;
+  if (out.back() == ' ') out.pop_back();
+  return out;
+}
+
+void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text) {
+  std::cout << (args["json"].as<bool>() ? json.dump() + "\n" : text);
+}
+
+Json profile_json(const HardwareProfile& p) {
+  Json links = Json::object();
+  for (const auto& [axis, link] : p.axis_links) links.set(axis, link_json(link));
+  return Json::object().set("name", p.name).set("description", p.description).set("flops_bf16", p.flops_bf16)
+      .set("flops_fp32", p.flops_fp32).set("flops_int8", p.flops_int8).set("flops_fp8", p.flops_fp8)
+      .set("hbm_bytes", p.hbm_bytes).set("hbm_bandwidth", p.hbm_bandwidth)
+      .set("interconnect", p.interconnect == Interconnect::kTorus ? "torus" : "switched")
+      .set("ici", link_json(p.ici)).set("dcn", link_json(p.dcn)).set("torus_axes", p.torus_axes)
+      .set("wraparound", p.wraparound).set("wraparound_granule", p.wraparound_granule)
+      .set("node_size", p.node_size).set("calibrated", p.calibrated).set("axis_links", links);
+}
+
+Json roofline_json(const Roofline& r) {
+  return Json::object().set("flops", r.flops).set("bytes", r.bytes).set("intensity", r.intensity)
+      .set("critical_intensity", r.critical_intensity).set("t_math", r.t_math).set("t_comms", r.t_comms)
+      .set("lower_bound", r.lower_bound).set("upper_bound", r.upper_bound).set("compute_bound", r.compute_bound);
+}
+
+std::string explain(const Roofline& r, const char* bandwidth_name) {
+  std::string s = r.compute_bound ? "compute-bound" : std::string(bandwidth_name) + "-bound";
+  s += ": intensity " + human(r.intensity, "FLOP/B") + (r.compute_bound ? " >= " : " < ") + "critical " +
+       human(r.critical_intensity, "FLOP/B") + " (T_math " + human(r.t_math, "s") + ", T_comms " +
+       human(r.t_comms, "s") + "); time between " + human(r.lower_bound, "s") + " and " + human(r.upper_bound, "s") + "\n";
+  return s;
+}
+
+void add_model_flags(cxxopts::Options& o) {
+  o.add_options("model")("model", "preset (shardlab-plan model --list)", cxxopts::value<std::string>()->default_value(""))
+      ("layers", "L", cxxopts::value<int64_t>())("d-model", "D", cxxopts::value<int64_t>())
+      ("d-ff", "F (per expert)", cxxopts::value<int64_t>())("heads", "N", cxxopts::value<int64_t>())
+      ("kv-heads", "K", cxxopts::value<int64_t>())("head-dim", "H (default D/N)", cxxopts::value<int64_t>())
+      ("vocab", "V", cxxopts::value<int64_t>())("context", "T (suffixes ok)", cxxopts::value<std::string>())
+      ("experts", "E (0 = dense)", cxxopts::value<int64_t>())("top-k", "experts per token", cxxopts::value<int64_t>())
+      ("gelu", "plain GELU MLP (2 matrices) instead of SwiGLU")("tied", "tie input and output embeddings");
+}
+
+TransformerShape model_from(const cxxopts::ParseResult& a) {
+  const std::string preset = a["model"].as<std::string>();
+  TransformerShape s = preset.empty() ? TransformerShape{} : model_preset(preset);
+  if (preset.empty()) s.name = "custom";
+  auto take = [&](const char* flag, int64_t& field) {
+    if (a.count(flag)) field = a[flag].as<int64_t>();
+  };
+  take("layers", s.layers), take("d-model", s.d_model), take("d-ff", s.d_ff), take("heads", s.heads);
+  take("kv-heads", s.kv_heads), take("vocab", s.vocab), take("experts", s.experts), take("top-k", s.top_k);
+  if (!a.count("kv-heads") && preset.empty()) s.kv_heads = s.heads;
+  if (a.count("head-dim")) s.head_dim = a["head-dim"].as<int64_t>();
+  else if (preset.empty() || a.count("d-model") || a.count("heads")) s.head_dim = s.heads > 0 ? s.d_model / s.heads : 0;
+  if (a.count("context")) s.context = static_cast<int64_t>(parse_size(a["context"].as<std::string>(), "context"));
+  if (a.count("gelu")) s.gated_mlp = false;
+  if (a.count("tied")) s.tied_embeddings = true;
+  if (preset.empty() && s.layers == 0)
+    throw UserError("give --model <preset> or the dimensions --layers --d-model --d-ff --heads --vocab --context");
+  s.validate();
+  return s;
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,36 @@
+// plan_args: what shardlab-plan's subcommands share -- size and list flags, the model
+// flags, human-readable numbers, and the JSON forms of profiles and rooflines.
+#pragma once
+
+#include <cxxopts.hpp>
+
+#include <string>
+#include <vector>
+
+#include "parallel/cost/hardware.h"
+#include "parallel/cost/json.h"
+#include "parallel/cost/roofline.h"
+#include "parallel/cost/transformer.h"
+
+namespace shardlab::plan {
+
+// "4096", "4e6", "16k", "4M" (binary suffixes k/K, M, G, T) -> a positive number;
+// UserError naming --flag otherwise.
+double parse_size(const std::string& text, const std::string& flag);
+// "4,4,4" -> {4, 4, 4}: non-negative integers separated by `separator`.
+std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag);
+// 2.5e-6, "s" -> "2.5 us".
+std::string human(double value, const char* unit);
+
+// Prints json (with --json) or text.
+void emit(const cxxopts::ParseResult& args, const cost::Json& json, const std::string& text);
+cost::Json profile_json(const cost::HardwareProfile& p);
+cost::Json roofline_json(const cost::Roofline& r);
+// One line: which bound, the intensities and the time bounds.
+std::string explain(const cost::Roofline& r, const char* bandwidth_name);
+
+// --model PRESET and the per-dimension overrides, and the shape they describe.
+void add_model_flags(cxxopts::Options& o);
+cost::TransformerShape model_from(const cxxopts::ParseResult& a);
+
+}  // namespace shardlab::plan
