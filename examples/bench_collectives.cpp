@@ -22,7 +22,6 @@
 #include <cxxopts.hpp>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <sstream>
 
 #include "framework/error.h"
@@ -102,27 +101,6 @@ std::vector<double> time_interleaved(MPI_Comm comm, int iters, int rounds,
   return best;
 }
 
-// Rules for `auto` on groups of n ranks: per op, the fastest measured algorithm by size,
-// runs merged. A neighbour algorithm must beat native by 10% to be chosen: on shared
-// cores a smaller lead is within the noise, and native is the safe default.
-std::vector<AutoRule> calibrated_rules(const std::vector<Row>& rows, int n) {
-  std::map<std::pair<CollectiveOp, int64_t>, const Row*> best;
-  for (const Row& r : rows) {
-    if (r.algorithm == Algorithm::kAuto) continue;
-    auto& b = best[{r.op, r.bytes}];
-    const double margin = r.algorithm == Algorithm::kNative ? 1.1 : b && b->algorithm == Algorithm::kNative ? 1 / 1.1 : 1;
-    if (!b || r.seconds < b->seconds * margin) b = &r;
-  }
-  std::vector<AutoRule> rules;
-  for (auto it = best.begin(); it != best.end(); ++it) {
-    auto next = std::next(it);
-    const bool last_of_op = next == best.end() || next->first.first != it->first.first;
-    if (!last_of_op && next->second->algorithm == it->second->algorithm) continue;
-    rules.push_back({it->first.first, n, last_of_op ? AlgorithmTable::kAnySize : it->first.second, it->second->algorithm});
-  }
-  return rules;
-}
-
 // Bare MPI_Allreduce against the wrapper (native and auto) for small messages.
 void measure_overhead(const AxisGroup& g, MPI_Comm comm, int iters, int rounds, bool print) {
   if (print) std::printf("%10s %14s %14s %14s %12s\n", "bytes", "bare_mpi_us", "native_us", "auto_us", "overhead_us");
@@ -178,7 +156,9 @@ void save_calibration(const std::vector<Row>& rows, int n, const std::string& pa
       if (r.max_ranks != n) rules.push_back(r);
     }
   }
-  for (const AutoRule& r : calibrated_rules(rows, n)) rules.push_back(r);
+  std::vector<Measurement> timings;
+  for (const Row& r : rows) timings.push_back({r.op, r.bytes, r.algorithm, r.seconds});
+  for (const AutoRule& r : AlgorithmTable::rules_from(timings, n)) rules.push_back(r);
   std::stable_sort(rules.begin(), rules.end(), [](const AutoRule& a, const AutoRule& b) { return a.max_ranks < b.max_ranks; });
   AlgorithmTable(rules).save(path);
   std::printf("wrote auto table %s (rules for %d ranks)\n", path.c_str(), n);

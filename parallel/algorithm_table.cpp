@@ -1,6 +1,7 @@
 #include "parallel/algorithm_table.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "framework/error.h"
@@ -25,6 +26,38 @@ AlgorithmTable AlgorithmTable::builtin() {
       {kAllReduce, 8, 16 << 20, Algorithm::kNative},
       {kAllReduce, 8, kAnySize, Algorithm::kRing},
   });
+}
+
+std::vector<AutoRule> AlgorithmTable::rules_from(const std::vector<Measurement>& timings, int n) {
+  constexpr double kMargin = 1.1;
+  // The winner per (op, size): native unless another algorithm is kMargin faster.
+  std::map<std::pair<CollectiveOp, int64_t>, const Measurement*> best;
+  for (const Measurement& m : timings) {
+    if (m.algorithm == Algorithm::kAuto) continue;
+    const Measurement*& b = best[{m.op, m.bytes}];
+    const double margin = m.algorithm == Algorithm::kNative ? kMargin : b && b->algorithm == Algorithm::kNative ? 1 / kMargin : 1;
+    if (!b || m.seconds < b->seconds * margin) b = &m;
+  }
+  // Per op, in size order; a neighbour algorithm winning at a size whose adjacent sizes
+  // both went to native falls back to native (which neighbour algorithm wins, ring or
+  // bidir, may alternate: the lead over native is what must repeat).
+  std::map<CollectiveOp, std::vector<std::pair<int64_t, Algorithm>>> sizes;
+  for (const auto& [key, m] : best) sizes[key.first].push_back({key.second, m->algorithm});
+  std::vector<AutoRule> rules;
+  for (auto& [op, row] : sizes) {
+    const auto beats_native = [&](size_t i) { return i < row.size() && row[i].second != Algorithm::kNative; };
+    std::vector<Algorithm> chosen;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const bool repeated = (i > 0 && beats_native(i - 1)) || beats_native(i + 1) || row.size() == 1;
+      chosen.push_back(repeated ? row[i].second : Algorithm::kNative);
+    }
+    for (size_t i = 0; i < row.size(); ++i) {
+      const bool last = i + 1 == row.size();
+      if (!last && chosen[i + 1] == chosen[i]) continue;
+      rules.push_back({op, n, last ? kAnySize : row[i].first, chosen[i]});
+    }
+  }
+  return rules;
 }
 
 Algorithm AlgorithmTable::choose(CollectiveOp op, int group_size, int64_t bytes) const {

@@ -32,9 +32,24 @@ struct AutoRule {
   Algorithm algorithm;
 };
 
+// One timing of one algorithm at one size (bench_collectives).
+struct Measurement {
+  CollectiveOp op;
+  int64_t bytes;
+  Algorithm algorithm;
+  double seconds;
+};
+
 class AlgorithmTable {
  public:
   static constexpr int64_t kAnySize = INT64_MAX;
+
+  // Rules for groups of n ranks from timings: per op and size the fastest algorithm,
+  // where a neighbour algorithm must beat native by 10%, and some neighbour algorithm
+  // must beat it at an adjacent size too (on shared cores a smaller lead, or a lead at
+  // one size alone, is noise; native is the safe default); sizes with the same winner
+  // merge into one rule, the last one "inf".
+  static std::vector<AutoRule> rules_from(const std::vector<Measurement>& timings, int n);
 
   static AlgorithmTable builtin();
   // Throws UserError naming the file and line on a missing file or a malformed rule.

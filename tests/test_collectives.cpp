@@ -149,6 +149,39 @@ TEST_CASE("auto follows the table's rule for the group size and message size") {
   CHECK(table.choose(CollectiveOp::kAllGather, 2, 1 << 20) == Algorithm::kNative);
 }
 
+TEST_CASE("calibrated rules need a 10% lead at two adjacent sizes to leave native") {
+  using enum CollectiveOp;
+  std::vector<Measurement> t;
+  const auto time = [&](CollectiveOp op, int64_t bytes, double native, double ring) {
+    t.push_back({op, bytes, Algorithm::kNative, native});
+    t.push_back({op, bytes, Algorithm::kRing, ring});
+  };
+  // reduce_scatter: ring wins clearly from 64 KiB on; at 16 KiB it wins once, alone (noise).
+  time(kReduceScatter, 4096, 1.0, 1.5);
+  time(kReduceScatter, 16384, 1.0, 0.8);
+  time(kReduceScatter, 32768, 1.0, 1.0);
+  time(kReduceScatter, 65536, 1.0, 0.5);
+  time(kReduceScatter, 131072, 1.0, 0.4);
+  // all_gather: ring always 5% ahead, inside the noise.
+  time(kAllGather, 4096, 1.0, 0.95);
+  time(kAllGather, 8192, 1.0, 0.95);
+  // all_reduce: ring and bidir take turns, both far ahead of native: each keeps its size.
+  time(kAllReduce, 4096, 1.0, 0.5);
+  t.push_back({kAllReduce, 8192, Algorithm::kNative, 1.0});
+  t.push_back({kAllReduce, 8192, Algorithm::kBidir, 0.4});
+  const std::vector<AutoRule> rules = AlgorithmTable::rules_from(t, 2);
+  const AlgorithmTable table(rules);
+  CHECK(table.choose(kReduceScatter, 2, 16384) == Algorithm::kNative);
+  CHECK(table.choose(kReduceScatter, 2, 32768) == Algorithm::kNative);
+  CHECK(table.choose(kReduceScatter, 2, 65536) == Algorithm::kRing);
+  CHECK(table.choose(kReduceScatter, 2, 1 << 30) == Algorithm::kRing);  // the last rule covers any larger size
+  CHECK(table.choose(kAllGather, 2, 8192) == Algorithm::kNative);
+  CHECK(table.choose(kAllReduce, 2, 4096) == Algorithm::kRing);
+  CHECK(table.choose(kAllReduce, 2, 8192) == Algorithm::kBidir);
+  // all_gather native; reduce_scatter native up to 32 KiB, ring beyond; all_reduce ring, bidir
+  CHECK(rules.size() == 5);
+}
+
 TEST_CASE("the native reference is itself right: all_reduce of the rank sums 0..n-1") {
   Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(world_size()));
   std::vector<float> v(3, static_cast<float>(mesh.rank()));
