@@ -23,10 +23,12 @@
 #include "optim/clip.h"
 #include "parallel/collectives.h"
 #include "parallel/data_parallel.h"
-#include "tests/mpi_test_util.h"
+#include "tests/data_parallel_util.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
+using shardlab::testing::data_parallel_meshes;
+using shardlab::testing::deferred_tiny;
 using shardlab::testing::world_size;
 
 namespace {
@@ -82,15 +84,8 @@ Run reference(nn::Remat remat, int accum) {
   return r;
 }
 
-// A model built as train_gpt builds it: no storage until the layout allocates (and, for
-// ZeRO-3, initialises only each rank's slice) from the seed.
-std::unique_ptr<nn::Transformer> deferred_model(nn::Remat remat) {
-  nn::DeferParameters defer;
-  return std::make_unique<nn::Transformer>(tiny(remat));
-}
-
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
-  const auto owned = deferred_model(remat);
+  const auto owned = deferred_tiny(remat);
   nn::Transformer& model = *owned;
   auto dp = make_data_parallel(model, mesh,
                                {.zero = zero,
@@ -145,12 +140,6 @@ void check_equal(const Run& ref, const Run& got) {
   }
 }
 
-std::vector<std::string> meshes() {
-  const int n = world_size();
-  std::vector<std::string> m{"data=" + std::to_string(n)};
-  if (n == 4) m.push_back("data=2,fsdp=2");
-  return m;
-}
 
 }  // namespace
 
@@ -158,7 +147,7 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
   for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full, nn::Remat::SaveMatmulOutputs}) {
     for (int accum : {1, 2}) {
       const Run ref = reference(remat, accum);
-      for (const std::string& spec : meshes()) {
+      for (const std::string& spec : data_parallel_meshes()) {
         Mesh mesh(MPI_COMM_WORLD, spec);
         for (int zero = 0; zero <= 3; ++zero) {
           CAPTURE(spec);
@@ -178,7 +167,7 @@ TEST_CASE("every layout starts from the single process's weights; ZeRO-3 never h
   nn::initialize(initialised, 11);
   const auto expect = snapshot(initialised);
   const int64_t numel = initialised.num_parameters();
-  for (const std::string& spec : meshes()) {
+  for (const std::string& spec : data_parallel_meshes()) {
     Mesh mesh(MPI_COMM_WORLD, spec);
     const int shards = DataAxes::of(mesh).shard->size();
     for (int zero = 0; zero <= 3; ++zero) {
@@ -188,7 +177,7 @@ TEST_CASE("every layout starts from the single process's weights; ZeRO-3 never h
         CAPTURE(deferred);
         MemoryTracker::reset_peaks();
         const int64_t before = MemoryTracker::live(MemoryCategory::Parameters);
-        std::unique_ptr<nn::Transformer> model = deferred ? deferred_model(nn::Remat::None)
+        std::unique_ptr<nn::Transformer> model = deferred ? deferred_tiny()
                                                            : std::make_unique<nn::Transformer>(tiny(nn::Remat::None));
         if (!deferred) nn::initialize(*model, 11);
         DataParallelConfig config;

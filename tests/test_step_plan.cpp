@@ -16,19 +16,16 @@
 #include "parallel/collectives.h"
 #include "parallel/data_parallel.h"
 #include "parallel/step_plan.h"
-#include "tests/mpi_test_util.h"
+#include "tests/data_parallel_util.h"
 #include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
+using shardlab::testing::data_parallel_meshes;
+using shardlab::testing::deferred_tiny;
 using shardlab::testing::world_size;
 
 namespace {
-
-std::unique_ptr<nn::Transformer> deferred_tiny() {
-  nn::DeferParameters defer;
-  return std::make_unique<nn::Transformer>(nn::ModelConfig::preset("gpt-tiny"));
-}
 
 // One training step as train_gpt runs it, with the trace on; its collectives in issue order.
 std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
@@ -55,17 +52,10 @@ std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& con
   return events;
 }
 
-std::vector<std::string> meshes() {
-  const int n = world_size();
-  std::vector<std::string> m{"data=" + std::to_string(n)};
-  if (n == 4) m.push_back("data=2,fsdp=2");
-  return m;
-}
-
 }  // namespace
 
 TEST_CASE("every layout's plan is the collectives a real step issues, in order") {
-  for (const std::string& spec : meshes()) {
+  for (const std::string& spec : data_parallel_meshes()) {
     Mesh mesh(MPI_COMM_WORLD, spec);
     for (int zero = 0; zero <= 3; ++zero) {
       for (int microbatches : {1, 2}) {
