@@ -144,7 +144,8 @@ void check_equal(const Run& ref, const Run& got) {
 }  // namespace
 
 TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
-  for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full, nn::Remat::SaveMatmulOutputs}) {
+  for (nn::Remat remat :
+       {nn::Remat::None, nn::Remat::Full, nn::Remat::SaveMatmulOutputs, nn::Remat::SaveMlpMatmulOutputs}) {
     for (int accum : {1, 2}) {
       const Run ref = reference(remat, accum);
       for (const std::string& spec : data_parallel_meshes()) {

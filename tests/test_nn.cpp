@@ -70,7 +70,7 @@ TEST_CASE("remat policies give bit-identical gradients and save activation memor
     ModelConfig c = ModelConfig::preset(preset);
     c.context = 32;
     auto [loss0, g0] = loss_and_grads(c, 2, 32);
-    for (Remat policy : {Remat::Full, Remat::SaveMatmulOutputs}) {
+    for (Remat policy : {Remat::Full, Remat::SaveMatmulOutputs, Remat::SaveMlpMatmulOutputs}) {
       CAPTURE(preset);
       CAPTURE(remat_name(policy));
       c.remat = policy;
@@ -94,14 +94,16 @@ TEST_CASE("remat policies give bit-identical gradients and save activation memor
     return MemoryTracker::peak(MemoryCategory::Activations) - base;
   };
   const int64_t none = peak_activations(Remat::None), full = peak_activations(Remat::Full),
-                save = peak_activations(Remat::SaveMatmulOutputs);
-  MESSAGE("peak activation bytes: remat none " << none << ", save-matmul " << save << ", full " << full);
+                save = peak_activations(Remat::SaveMatmulOutputs), mlp = peak_activations(Remat::SaveMlpMatmulOutputs);
+  MESSAGE("peak activation bytes: remat none " << none << ", save-matmul " << save << ", save-mlp-matmul " << mlp
+                                                << ", full " << full);
   CHECK(full < none * 0.6);
   CHECK(save < none * 0.9);
-  CHECK(save > full);
+  CHECK(save > mlp);
+  CHECK(mlp > full);
 }
 
-TEST_CASE("save-matmul remat runs no weight matmul twice") {
+TEST_CASE("save-matmul remat runs no weight matmul twice, save-mlp-matmul only the MLP's up-projections once") {
   ModelConfig c = ModelConfig::preset("gpt-tiny");
   Transformer model(c);
   initialize(model, 1);
@@ -116,9 +118,10 @@ TEST_CASE("save-matmul remat runs no weight matmul twice") {
     return linear_forwards() - before;
   };
   const int64_t none = linear_outputs(Remat::None), full = linear_outputs(Remat::Full),
-                save = linear_outputs(Remat::SaveMatmulOutputs);
+                save = linear_outputs(Remat::SaveMatmulOutputs), mlp = linear_outputs(Remat::SaveMlpMatmulOutputs);
   CHECK(full == none + 2 * 4);  // qkv, out, fc, fc2 of both blocks again
   CHECK(save == none);
+  CHECK(mlp == none + 2 * 3);   // all but fc again
 }
 
 TEST_CASE("KV-cache decoding reproduces the full forward") {

@@ -31,7 +31,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("heads", "attention heads N", cxxopts::value<int64_t>())
       ("kv-heads", "key/value heads K (LLaMA GQA)", cxxopts::value<int64_t>())
       ("d-ff", "MLP hidden width F", cxxopts::value<int64_t>())
-      ("remat", "rematerialisation per block: none, full (keep block inputs) or save-matmul (also keep Linear outputs)", cxxopts::value<std::string>()->default_value("none"));
+      ("remat", "rematerialisation per block: none, full (keep block inputs), save-matmul (also keep every "
+       "Linear output) or save-mlp-matmul (also keep the MLP up-projections)",
+       cxxopts::value<std::string>()->default_value("none"));
   o.add_options("data")
       ("data", "'arithmetic' (embedded) or a path to a text file or llm.c .bin token shard", cxxopts::value<std::string>()->default_value(r.data))
       ("digits", "operand digits of the arithmetic task", cxxopts::value<int>()->default_value(std::to_string(r.digits)));

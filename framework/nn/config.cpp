@@ -112,7 +112,8 @@ Remat parse_remat(const std::string& s) {
   if (s == "none") return Remat::None;
   if (s == "full") return Remat::Full;
   if (s == "save-matmul") return Remat::SaveMatmulOutputs;
-  throw UserError("unknown --remat '" + s + "'; use none, full or save-matmul");
+  if (s == "save-mlp-matmul") return Remat::SaveMlpMatmulOutputs;
+  throw UserError("unknown --remat '" + s + "'; use none, full, save-matmul or save-mlp-matmul");
 }
 
 std::string arch_name(Arch a) { return a == Arch::Gpt ? "gpt" : "llama"; }
@@ -121,6 +122,7 @@ std::string remat_name(Remat r) {
     case Remat::None: return "none";
     case Remat::Full: return "full";
     case Remat::SaveMatmulOutputs: return "save-matmul";
+    case Remat::SaveMlpMatmulOutputs: return "save-mlp-matmul";
   }
   return "?";
 }

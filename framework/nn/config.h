@@ -12,9 +12,9 @@
 namespace shardlab::nn {
 
 enum class Arch { Gpt, Llama };
-// Per block: keep every activation, only the block input, or the input and every
-// Linear output (remat.h).
-enum class Remat { None, Full, SaveMatmulOutputs };
+// Per block: keep every activation; only the block input; the input and every Linear
+// output; or the input and the MLP's up-projection outputs (the book's policy) (remat.h).
+enum class Remat { None, Full, SaveMatmulOutputs, SaveMlpMatmulOutputs };
 
 struct ModelConfig {
   Arch arch = Arch::Gpt;

@@ -11,7 +11,7 @@ Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out,
   if (has_bias) add_parameter(bias, "bias", {out}, {Init::Zeros}, false);
 }
 
-Tensor Linear::operator()(const Tensor& x) const { return rematerialised_linear(x, weight, bias); }
+Tensor Linear::operator()(const Tensor& x) const { return rematerialised_linear(*this, x); }
 
 Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim) {
   parent.add_child_module(*this, name);

@@ -1,19 +1,26 @@
 #include "framework/nn/remat.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/nn/layers.h"
 #include "framework/ops.h"
 
 namespace shardlab::nn {
 namespace {
 
-// The outputs of the Linear calls of one SaveMatmulOutputs checkpoint, in call order.
+// The saved Linear outputs of one checkpoint, in call order.
 struct LinearTape {
+  std::vector<const Linear*> saved;  // empty: every Linear
   std::vector<Tensor> outputs;
   size_t next = 0;
   bool replaying = false;
+
+  bool saves(const Linear& layer) const {
+    return saved.empty() || std::find(saved.begin(), saved.end(), &layer) != saved.end();
+  }
 };
 
 thread_local LinearTape* active_tape = nullptr;
@@ -32,19 +39,23 @@ class TapeScope {
 
 }  // namespace
 
-Tensor rematerialised_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+Tensor rematerialised_linear(const Linear& layer, const Tensor& x) {
   LinearTape* tape = active_tape;
-  if (!tape) return ops::linear(x, w, b);
-  if (!tape->replaying) return tape->outputs.emplace_back(ops::linear(x, w, b));
+  if (!tape || !tape->saves(layer)) return ops::linear(x, layer.weight, layer.bias);
+  if (!tape->replaying) return tape->outputs.emplace_back(ops::linear(x, layer.weight, layer.bias));
   SL_ASSERT(tape->next < tape->outputs.size(), "remat replay called more Linear layers than the forward did");
-  return ops::linear_with_output(x, w, b, tape->outputs[tape->next++]);
+  return ops::linear_with_output(x, layer.weight, layer.bias, tape->outputs[tape->next++]);
 }
 
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
-                  Remat policy) {
+                  Remat policy, std::vector<const Linear*> saved) {
   SL_ASSERT(policy != Remat::None, "checkpoint needs a remat policy, not none");
+  SL_ASSERT((policy == Remat::SaveMlpMatmulOutputs) == !saved.empty(), "save-mlp-matmul names the layers it keeps");
   std::shared_ptr<LinearTape> tape;
-  if (policy == Remat::SaveMatmulOutputs) tape = std::make_shared<LinearTape>();
+  if (policy == Remat::SaveMatmulOutputs || policy == Remat::SaveMlpMatmulOutputs) {
+    tape = std::make_shared<LinearTape>();
+    tape->saved = std::move(saved);
+  }
   Tensor y;
   {
     NoGradGuard no_grad;

@@ -11,6 +11,9 @@
 //                             redoes only what lies between them (norms, activation
 //                             functions, the attention core) -- the weight matmuls, most
 //                             of a block's FLOPs, run once, as without remat
+//   Remat::SaveMlpMatmulOutputs  x and the outputs of the Linear layers in `saved` only
+//                             (a block passes its MLP's up-projections: the book's
+//                             policy); the others are recomputed
 //
 // Either way the gradients are bit-identical to Remat::None: every recomputed value is
 // computed exactly as the first time.
@@ -26,11 +29,13 @@
 
 namespace shardlab::nn {
 
-Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
-                  Remat policy = Remat::Full);
+class Linear;
 
-// ops::linear, or under a SaveMatmulOutputs checkpoint its saved output (nn::Linear's
-// forward).
-Tensor rematerialised_linear(const Tensor& x, const Tensor& w, const Tensor& b);
+Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
+                  Remat policy = Remat::Full, std::vector<const Linear*> saved = {});
+
+// nn::Linear's forward: ops::linear, or inside a checkpoint that saves this layer's
+// output, that output taken back.
+Tensor rematerialised_linear(const Linear& layer, const Tensor& x);
 
 }  // namespace shardlab::nn

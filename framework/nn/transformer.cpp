@@ -43,7 +43,11 @@ Tensor Block::operator()(const Tensor& x) const {
     if (remat == Remat::None) return forward(h);
     std::vector<Tensor> params;
     for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
-    return checkpoint([this](const Tensor& in) { return forward(in); }, h, params, remat);
+    std::vector<const Linear*> saved;  // save-mlp-matmul: the MLP's up-projections
+    if (remat == Remat::SaveMlpMatmulOutputs) {
+      saved = mlp ? std::vector<const Linear*>{&mlp->fc} : std::vector<const Linear*>{&swiglu->gate, &swiglu->up};
+    }
+    return checkpoint([this](const Tensor& in) { return forward(in); }, h, params, remat, saved);
   };
   return wrapper ? wrapper(x, run) : run(x);
 }
