@@ -103,8 +103,8 @@ void ScheduleRun::post_step() {
   }
   arrival_requests_.assign(arrival_slots_, MPI_REQUEST_NULL);
   for (size_t j = 0; j < arrival_slots_; ++j) post_arrival(j);
-  // Sends go out whole, all parts at once: a sender that held parts back until earlier
-  // ones completed measured up to 2x slower over shared memory and TCP.
+  // Every part of every send is posted at once: a sender that held parts back until
+  // earlier ones completed measured up to 2x slower over shared memory and TCP.
   for (const Send& m : step.sends) {
     if (m.count == 0) continue;
     largest = std::max(largest, m.count);
