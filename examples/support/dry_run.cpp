@@ -1,6 +1,7 @@
 #include "examples/support/dry_run.h"
 
 #include <cstdio>
+#include <string>
 
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
