@@ -50,7 +50,8 @@ int train(int argc, char** argv) {
   nn::Transformer& model = *owned;
   if (run.dry_run) return cli::dry_run(run, mesh, model), 0;
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
-  parallel::check_plan_agreement(mesh, cli::plan_train_step(run, mesh, model));
+  const parallel::StepPlan plan = cli::plan_train_step(run, mesh, model);
+  parallel::check_plan_agreement(mesh, plan);
   auto dp = parallel::make_data_parallel(model, mesh, run.data_parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;
@@ -58,7 +59,7 @@ int train(int argc, char** argv) {
     state = cli::load_checkpoint(run.resume, *dp, run.model);
     loader.set_position(state.data_position);
   }
-  cli::RunReport report(run, mesh, *dp, model, data);  // prints on rank 0 only
+  cli::RunReport report(run, mesh, *dp, model, data, plan);  // prints on rank 0 only
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", /*append=*/!run.resume.empty());
 
   for (int64_t step = state.step; step < run.steps; ++step) {

@@ -114,11 +114,17 @@ void check_plan_agreement(const Mesh& mesh, const StepPlan& plan) {
   }
 }
 
+std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan) {
+  std::map<std::string, double> seconds;
+  for (const PlannedCollective& p : plan) {
+    seconds[p.group] += mesh.context().links.predict_seconds(p.op, Algorithm::kNative, group_named(mesh, p.group), p.bytes);
+  }
+  return seconds;
+}
+
 double planned_seconds(const Mesh& mesh, const StepPlan& plan) {
   double total = 0;
-  for (const PlannedCollective& p : plan) {
-    total += mesh.context().links.predict_seconds(p.op, Algorithm::kNative, group_named(mesh, p.group), p.bytes);
-  }
+  for (const auto& [group, seconds] : planned_seconds_by_group(mesh, plan)) total += seconds;
   return total;
 }
 

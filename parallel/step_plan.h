@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ void check_plan_agreement(const Mesh& mesh, const StepPlan& plan);
 // totals per group.
 std::string format_plan(const Mesh& mesh, const StepPlan& plan);
 
-// Sum of the predicted seconds of every entry, as if none overlapped.
+// Predicted seconds of the plan's collectives on the mesh's emulated links, per group
+// and in all, as if none overlapped.
+std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan);
 double planned_seconds(const Mesh& mesh, const StepPlan& plan);
 
 }  // namespace shardlab::parallel

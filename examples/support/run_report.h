@@ -2,8 +2,9 @@
 // labelled.
 //
 // At start: model, data, layout, batch, the FMA peak measured on every rank (summed: the
-// MFU denominator), and the cost model's prediction of one step on the `local` profile
-// (compute, each data axis's communication, total). Each logged step: loss of the whole
+// MFU denominator), and the prediction of one step: compute from the cost model on the
+// calibrated `local` profile, communication from the layout's plan of collectives
+// (step_plan.h) on the mesh's links, per group. Each logged step: loss of the whole
 // global batch, tokens/s of the whole job, MFU, and the step time split into compute and
 // exposed (not overlapped) communication per data axis. At the end: per-rank tensor
 // memory by category and the per-axis communication summary (count, bytes, measured and
@@ -20,6 +21,7 @@
 #include "parallel/cost/strategies.h"
 #include "parallel/data_parallel.h"
 #include "parallel/mesh.h"
+#include "parallel/step_plan.h"
 
 namespace shardlab::cli {
 
@@ -29,9 +31,10 @@ cost::StepEstimate predict_step(const RunConfig& run, const parallel::Mesh& mesh
 
 class RunReport {
  public:
-  // Collective: measures the peak on every rank.
+  // Collective: measures the peak on every rank. `plan` is the step's collectives
+  // (plan_train_step), whose predicted times on the mesh's links it prints.
   RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
-            nn::Transformer& model, const DataSource& data);
+            nn::Transformer& model, const DataSource& data, const parallel::StepPlan& plan);
 
   void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
             MetricsLog& metrics);
