@@ -51,14 +51,14 @@ StepPlan plan_bucketed_step(nn::Transformer& model, const Mesh& mesh, const Data
     const FlatLayout& b = buckets[i];
     const std::string what = "grads bucket " + std::to_string(i);
     if (stage == 2) {
-      add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kReduceScatter, b.padded() * 4, what});
+      add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kReduceScatter, b.padded() * kBytesPerFloat, what});
     } else {
-      add_planned(plan, mesh, {axes.all->name(), CollectiveOp::kAllReduce, b.padded() * 4, what});
+      add_planned(plan, mesh, {axes.all->name(), CollectiveOp::kAllReduce, b.padded() * kBytesPerFloat, what});
     }
   };
   const auto replica = [&](size_t i) {
     if (stage == 2 && axes.replica) {
-      add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, buckets[i].shard_size() * 4,
+      add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, buckets[i].shard_size() * kBytesPerFloat,
                                "grads bucket " + std::to_string(i) + ", this shard"});
     }
   };
@@ -67,9 +67,9 @@ StepPlan plan_bucketed_step(nn::Transformer& model, const Mesh& mesh, const Data
     if (!c.overlap) replica(i);
   }
   for (size_t i = 0; i < buckets.size() && c.overlap; ++i) replica(i);
-  if (stage == 2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, 4, "gradient norm"});
+  if (stage == 2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   for (size_t i = 0; i < buckets.size() && stage > 0; ++i) {
-    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].padded() * 4,
+    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].padded() * kBytesPerFloat,
                              "params bucket " + std::to_string(i)});
   }
   return plan;

@@ -278,11 +278,11 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   StepPlan plan;
   const std::string& shard = axes.shard->name();
   const auto gather = [&](size_t i, const char* when) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * 4,
+    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * kBytesPerFloat,
                              i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when});
   };
   const auto reduce = [&](size_t i) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * 4,
+    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * kBytesPerFloat,
                              i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)});
   };
   for (int m = 0; m < microbatches; ++m) {
@@ -300,10 +300,10 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
     if (sync) reduce(0);  // the tied embedding's gradient is complete last
   }
   for (size_t i = 0; i < units.size() && axes.replica; ++i) {
-    add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, units[i].shard_size() * 4,
+    add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, units[i].shard_size() * kBytesPerFloat,
                              (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard"});
   }
-  add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, 4, "gradient norm"});
+  add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   return plan;
 }
 

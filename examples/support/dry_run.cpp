@@ -12,7 +12,7 @@ namespace shardlab::cli {
 parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
   parallel::StepPlan plan = parallel::plan_data_parallel_step(model, mesh, run.data_parallel(), run.grad_accum);
   const std::string& all = parallel::DataAxes::of(mesh).all->name();
-  parallel::add_planned(plan, mesh, {all, parallel::CollectiveOp::kAllReduce, 4, "loss"});
+  parallel::add_planned(plan, mesh, {all, parallel::CollectiveOp::kAllReduce, parallel::kBytesPerFloat, "loss"});
   return plan;
 }
 
