@@ -238,12 +238,7 @@ int run(int argc, char** argv) {
     write_links(mesh, path, rounds, root);
     return 0;
   }
-  std::vector<std::string> group_names;
-  {
-    std::stringstream in(args["axis"].as<std::string>());
-    for (std::string item; std::getline(in, item, '+');) group_names.push_back(item);
-  }
-  const AxisGroup& g = mesh.group(group_names);
+  const AxisGroup& g = mesh.group_named(args["axis"].as<std::string>());
   const int n = g.size();
 
   if (args.count("overhead")) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "framework/error.h"
 
@@ -195,6 +196,13 @@ const AxisGroup& Mesh::group(const std::vector<std::string>& names) const {
     mask |= bit;
   }
   return *groups_[mask - 1];
+}
+
+const AxisGroup& Mesh::group_named(const std::string& name) const {
+  std::vector<std::string> names;
+  std::stringstream in(name);
+  for (std::string axis; std::getline(in, axis, '+');) names.push_back(axis);
+  return group(names);
 }
 
 }  // namespace shardlab::parallel

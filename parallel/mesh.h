@@ -111,6 +111,8 @@ class Mesh {
   const AxisGroup& axis(const std::string& name) const;
   // Any non-empty set of distinct axes, in any order (ordered outermost first inside).
   const AxisGroup& group(const std::vector<std::string>& names) const;
+  // The group an AxisGroup::name() names: "tensor", "data+fsdp" (axes joined by '+').
+  const AxisGroup& group_named(const std::string& name) const;
   // All axes together: the same ranks as comm().
   const AxisGroup& all() const { return *groups_.back(); }
 

@@ -15,14 +15,6 @@
 namespace shardlab::parallel {
 namespace {
 
-// "data+fsdp" -> the group of those axes.
-const AxisGroup& group_named(const Mesh& mesh, const std::string& name) {
-  std::vector<std::string> axes;
-  std::stringstream in(name);
-  for (std::string axis; std::getline(in, axis, '+');) axes.push_back(axis);
-  return axes.size() == 1 ? mesh.axis(axes[0]) : mesh.group(axes);
-}
-
 // Every rank's strings, concatenated in rank order with '\n' after each.
 std::vector<std::string> all_gather_strings(MPI_Comm comm, const std::string& mine) {
   int size = 0;
@@ -55,7 +47,7 @@ std::string broadcast_string(MPI_Comm comm, int from, std::string s) {
 }  // namespace
 
 void add_planned(StepPlan& plan, const Mesh& mesh, PlannedCollective entry) {
-  if (group_named(mesh, entry.group).size() > 1) plan.push_back(std::move(entry));
+  if (mesh.group_named(entry.group).size() > 1) plan.push_back(std::move(entry));
 }
 
 void check_plan_agreement(const Mesh& mesh, const StepPlan& plan) {
@@ -68,7 +60,7 @@ void check_plan_agreement(const Mesh& mesh, const StepPlan& plan) {
     for (std::string name; std::getline(in, name);) groups.insert(name);
   }
   for (const std::string& name : groups) {
-    const AxisGroup& g = group_named(mesh, name);
+    const AxisGroup& g = mesh.group_named(name);
     // This rank's (op, bytes) sequence on g against the one of g's first rank.
     std::vector<int64_t> seq;
     std::vector<const PlannedCollective*> entries;
@@ -117,7 +109,7 @@ void check_plan_agreement(const Mesh& mesh, const StepPlan& plan) {
 std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan) {
   std::map<std::string, double> seconds;
   for (const PlannedCollective& p : plan) {
-    seconds[p.group] += mesh.context().links.predict_seconds(p.op, Algorithm::kNative, group_named(mesh, p.group), p.bytes);
+    seconds[p.group] += mesh.context().links.predict_seconds(p.op, Algorithm::kNative, mesh.group_named(p.group), p.bytes);
   }
   return seconds;
 }
@@ -143,7 +135,7 @@ std::string format_plan(const Mesh& mesh, const StepPlan& plan) {
   std::map<std::string, Totals> totals;
   for (size_t i = 0; i < plan.size(); ++i) {
     const PlannedCollective& p = plan[i];
-    const double s = links.predict_seconds(p.op, Algorithm::kNative, group_named(mesh, p.group), p.bytes);
+    const double s = links.predict_seconds(p.op, Algorithm::kNative, mesh.group_named(p.group), p.bytes);
     std::snprintf(line, sizeof line, "%4zu  %-12s %-15s %14lld %14.1f  %s\n", i, p.group.c_str(),
                   to_string(p.op).c_str(), static_cast<long long>(p.bytes), s * 1e6, p.what.c_str());
     out += line;
