@@ -5,6 +5,7 @@
 
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
+#include "parallel/cost/hardware.h"
 #include "parallel/data_parallel.h"
 
 namespace shardlab::cli {
@@ -34,7 +35,7 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
               comm * 1e3, mesh.context().links.profile_name().c_str(), mesh.context().links.link_scale(),
               train_flops_per_token(run.model, run.sequence_length()) * tokens / axes.all->size() / 1e9);
   if (cost::hardware("local").calibrated) {
-    std::printf(" = %.1f ms on the local profile", predict_step(run, mesh).compute_seconds * 1e3);
+    std::printf(" = %.1f ms on the local profile", predict_compute_seconds(run, mesh) * 1e3);
   } else {
     std::printf(" (calibrate the local profile for its time: shardlab-plan calibrate)");
   }

@@ -26,7 +26,7 @@ void print_memory(const char* when) {
 
 }  // namespace
 
-cost::StepEstimate predict_step(const RunConfig& run, const parallel::Mesh& mesh) {
+double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh) {
   cost::TrainConfig tc;
   tc.model = cost::shape_of(run.model);
   tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
@@ -35,7 +35,7 @@ cost::StepEstimate predict_step(const RunConfig& run, const parallel::Mesh& mesh
   const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                             .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
                             .microbatches = run.grad_accum};
-  return cost::estimate_train_step(tc, layout, cost::hardware("local"));
+  return cost::estimate_train_step(tc, layout, cost::hardware("local")).compute_seconds;
 }
 
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
@@ -53,7 +53,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   // Prediction: compute from the cost model on the calibrated local profile, communication
   // from this layout's own plan of collectives on the mesh's (emulated) links, overlapped.
   const bool calibrated = cost::hardware("local").calibrated;
-  const double compute = calibrated ? predict_step(run, mesh).compute_seconds : 0.0;
+  const double compute = calibrated ? predict_compute_seconds(run, mesh) : 0.0;
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
   predicted_step_ = calibrated ? std::max(compute, comm_total) : 0.0;

@@ -18,16 +18,16 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_config.h"
 #include "framework/nn/transformer.h"
-#include "parallel/cost/strategies.h"
 #include "parallel/data_parallel.h"
 #include "parallel/mesh.h"
 #include "parallel/step_plan.h"
 
 namespace shardlab::cli {
 
-// The cost model's estimate of one training step of `run` on `mesh`, on the `local`
-// hardware profile (meaningful once it is calibrated: cost::hardware("local").calibrated).
-cost::StepEstimate predict_step(const RunConfig& run, const parallel::Mesh& mesh);
+// Seconds of compute in one training step of `run` on `mesh`, from the cost model on the
+// `local` hardware profile (meaningful once calibrated: cost::hardware("local").calibrated).
+// Communication is predicted from the layout's own plan instead (step_plan.h).
+double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh);
 
 class RunReport {
  public:
