@@ -16,7 +16,7 @@ struct CollectiveHandle::State {
   const AxisGroup* group = nullptr;
   CommRecord record;
   Clock::time_point start;
-  Clock::time_point held_until;       // native: when the emulated links finish it
+  Clock::time_point held_until;       // native in delay mode: when the emulated links finish it
   std::unique_ptr<ScheduleRun> run;   // ring / bidir
   std::vector<MPI_Request> requests;  // native
   bool done = false;
@@ -44,10 +44,11 @@ std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
   s->record.predicted = l.group.context().links.predict_seconds(l.op, l.algorithm, l.group, l.bytes, l.shift);
   s->start = Clock::now();
   s->record.start = seconds_of(s->start);
-  if (l.algorithm == Algorithm::kNative) {  // MPI hides its hops: it occupies its axes as a whole
+  LinkEmulation& links = l.group.context().links;
+  if (l.algorithm == Algorithm::kNative && links.mode() == LinkMode::kDelay) {  // held as a whole: MPI hides its hops
     std::vector<int> axes;
     for (const Axis* a : l.group.axes()) axes.push_back(a->index);
-    s->held_until = l.group.context().links.reserve(axes, s->start, s->record.predicted);
+    s->held_until = links.reserve(axes, s->start, s->record.predicted);
   }
   return s;
 }
