@@ -25,9 +25,10 @@
 #include <sstream>
 
 #include "framework/error.h"
-#include "parallel/collectives.h"
-#include "parallel/comm.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/mesh.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;

@@ -19,9 +19,10 @@
 #include "examples/support/training_state.h"
 #include "framework/ops.h"
 #include "optim/schedule.h"
-#include "parallel/collectives.h"
-#include "parallel/comm.h"
-#include "parallel/link_emulation.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/link_emulation.h"
 
 using namespace shardlab;
 using Clock = std::chrono::steady_clock;
@@ -35,7 +36,10 @@ int train(int argc, char** argv) {
   if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
   if (run.threads > 0) omp_set_num_threads(run.threads);
 
-  parallel::Mesh mesh(MPI_COMM_WORLD, run.mesh);  // every rank validates the same spec first
+  // Every rank validates the same layout against the model and batch before the first collective.
+  const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
+  layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
+  parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().trace.set_recording(!run.trace.empty());
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
@@ -52,7 +56,7 @@ int train(int argc, char** argv) {
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
   const parallel::StepPlan plan = cli::plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
-  auto dp = parallel::make_data_parallel(model, mesh, run.data_parallel());
+  auto dp = parallel::parallelize(model, mesh, run.parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;
   if (!run.resume.empty()) {

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "parallel/collectives.h"
-#include "parallel/comm.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/mesh.h"
 
 using namespace shardlab::parallel;
 

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "parallel/comm.h"
+#include "parallel/comm/comm.h"
 
 int main(int argc, char** argv) {
   int provided = 0;

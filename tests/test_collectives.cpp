@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "framework/error.h"
-#include "parallel/algorithm_table.h"
-#include "parallel/collectives.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/algorithm_table.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/mesh.h"
 #include "tests/mpi_test_util.h"
 
 using namespace shardlab;

@@ -10,9 +10,10 @@
 #include <sstream>
 #include <string>
 
-#include "parallel/collectives.h"
-#include "parallel/comm_trace.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/comm_trace.h"
+#include "parallel/comm/mesh.h"
 #include "tests/mpi_test_util.h"
 
 using namespace shardlab;

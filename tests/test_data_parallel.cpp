@@ -21,8 +21,9 @@
 #include "framework/ops.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
-#include "parallel/collectives.h"
-#include "parallel/data_parallel.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/parallelize.h"
 #include "tests/data_parallel_util.h"
 
 using namespace shardlab;
@@ -87,12 +88,12 @@ Run reference(nn::Remat remat, int accum) {
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
   const auto owned = deferred_tiny(remat);
   nn::Transformer& model = *owned;
-  auto dp = make_data_parallel(model, mesh,
-                               {.zero = zero,
-                                .bucket_mb = 0.01,
-                                .reshard_after_forward = reshard,
-                                .seed = 11,
-                                .adamw = {.weight_decay = 0.1f}});
+  auto dp = parallelize(model, mesh,
+                        {.data = {.zero = zero,
+                                  .bucket_mb = 0.01,
+                                  .reshard_after_forward = reshard,
+                                  .seed = 11,
+                                  .adamw = {.weight_decay = 0.1f}}});
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
@@ -184,7 +185,7 @@ TEST_CASE("every layout starts from the single process's weights; ZeRO-3 never h
         DataParallelConfig config;
         config.zero = zero;
         config.seed = 11;
-        auto dp = make_data_parallel(*model, mesh, config);
+        auto dp = parallelize(*model, mesh, {.data = config});
         const int64_t peak = MemoryTracker::peak(MemoryCategory::Parameters) - before;
         if (zero == 3 && deferred) {
           // Only this rank's slice of each of the units (root + one per block), padded.
@@ -213,7 +214,7 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     config.zero = std::min(zero, 3);
     config.bucket_mb = 0.01;
     config.reshard_after_forward = zero != 4;
-    auto dp = make_data_parallel(model, mesh, config);
+    auto dp = parallelize(model, mesh, {.data = config});
     data::BatchLoader loader(dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();

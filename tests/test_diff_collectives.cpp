@@ -5,7 +5,7 @@
 
 #include "framework/autograd.h"
 #include "framework/ops/elementwise.h"
-#include "parallel/diff_collectives.h"
+#include "parallel/comm/diff_collectives.h"
 #include "tests/mpi_test_util.h"
 
 using namespace shardlab;

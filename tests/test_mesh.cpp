@@ -4,7 +4,7 @@
 #include <mpi.h>
 
 #include "framework/error.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/mesh.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;

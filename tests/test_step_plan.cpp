@@ -13,9 +13,10 @@
 #include "framework/data/dataset.h"
 #include "framework/memory.h"
 #include "framework/ops.h"
-#include "parallel/collectives.h"
-#include "parallel/data_parallel.h"
-#include "parallel/step_plan.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/parallelize.h"
+#include "parallel/comm/step_plan.h"
 #include "tests/data_parallel_util.h"
 #include "tests/user_error.h"
 
@@ -31,7 +32,7 @@ namespace {
 std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});
   const auto model = deferred_tiny();
-  auto dp = make_data_parallel(*model, mesh, config);
+  auto dp = parallelize(*model, mesh, {.data = config});
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(task.train(), 8, 16, axes.all->rank(), axes.all->size());
   const data::Batch batch = loader.next();
@@ -71,7 +72,7 @@ TEST_CASE("every layout's plan is the collectives a real step issues, in order")
           CAPTURE(variant);
           const auto model = deferred_tiny();
           const int64_t params_before = MemoryTracker::live(MemoryCategory::Parameters);
-          const StepPlan plan = plan_data_parallel_step(*model, mesh, config, microbatches);
+          const StepPlan plan = plan_step(*model, mesh, {.data = config}, microbatches);
           CHECK(MemoryTracker::live(MemoryCategory::Parameters) == params_before);  // nothing allocated
           const std::vector<CommRecord> ran = run_step(mesh, config, microbatches);
           REQUIRE(ran.size() == plan.size());

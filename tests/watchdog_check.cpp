@@ -4,9 +4,10 @@
 
 #include <vector>
 
-#include "parallel/collectives.h"
-#include "parallel/comm.h"
-#include "parallel/mesh.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/mesh.h"
 
 using namespace shardlab::parallel;
 

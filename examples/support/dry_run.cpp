@@ -6,12 +6,13 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "parallel/cost/hardware.h"
-#include "parallel/data_parallel.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/parallelize.h"
 
 namespace shardlab::cli {
 
 parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
-  parallel::StepPlan plan = parallel::plan_data_parallel_step(model, mesh, run.data_parallel(), run.grad_accum);
+  parallel::StepPlan plan = parallel::plan_step(model, mesh, run.parallel(), run.grad_accum);
   const std::string& all = parallel::DataAxes::of(mesh).all->name();
   parallel::add_planned(plan, mesh, {all, parallel::CollectiveOp::kAllReduce, parallel::kBytesPerFloat, "loss"});
   return plan;

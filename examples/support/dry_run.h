@@ -7,8 +7,8 @@
 
 #include "examples/support/run_config.h"
 #include "framework/nn/transformer.h"
-#include "parallel/mesh.h"
-#include "parallel/step_plan.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
 
 namespace shardlab::cli {
 

@@ -197,6 +197,10 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
           .momentum = static_cast<float>(momentum)};
 }
 
+parallel::LayoutChecks RunConfig::layout_checks() const {
+  return {.model = model, .global_batch = batch, .microbatches = grad_accum, .zero = zero, .optimizer = optimizer};
+}
+
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {
   nn::ModelConfig c;
   auto it = a.find("arch");

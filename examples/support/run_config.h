@@ -13,7 +13,8 @@
 
 #include "framework/checkpoint.h"
 #include "framework/nn/config.h"
-#include "parallel/data_parallel.h"
+#include "parallel/layout.h"
+#include "parallel/parallelize.h"
 
 namespace shardlab::cli {
 
@@ -59,6 +60,9 @@ struct RunConfig {
   void validate() const;         // UserError naming the values and the fix
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;
+  parallel::ParallelConfig parallel() const { return {.data = data_parallel()}; }
+  // What the layout is validated against: the model, the batch and the training options.
+  parallel::LayoutChecks layout_checks() const;
 };
 
 RunConfig parse_run_config(int argc, const char* const* argv);

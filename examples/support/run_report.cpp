@@ -8,7 +8,8 @@
 
 #include "framework/memory.h"
 #include "framework/peak.h"
-#include "parallel/collectives.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
 #include "parallel/cost/hardware.h"
 #include "parallel/cost/strategies.h"
 

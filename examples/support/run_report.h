@@ -18,9 +18,9 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_config.h"
 #include "framework/nn/transformer.h"
-#include "parallel/data_parallel.h"
-#include "parallel/mesh.h"
-#include "parallel/step_plan.h"
+#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
 
 namespace shardlab::cli {
 

@@ -11,7 +11,7 @@
 
 #include "examples/support/run_config.h"
 #include "framework/nn/module.h"
-#include "parallel/data_parallel.h"
+#include "parallel/data_parallel/data_parallel.h"
 
 namespace shardlab::cli {
 

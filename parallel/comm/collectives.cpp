@@ -1,0 +1,363 @@
+#include "parallel/comm/collectives.h"
+
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "framework/error.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/ring_algorithms.h"
+#include "parallel/comm/schedule.h"
+
+namespace shardlab::parallel {
+
+using Clock = std::chrono::steady_clock;
+
+struct CollectiveHandle::State {
+  const AxisGroup* group = nullptr;
+  CommRecord record;
+  Clock::time_point start;
+  Clock::time_point held_until;       // native in delay mode: when the emulated links finish it
+  std::unique_ptr<ScheduleRun> run;   // ring / bidir
+  std::vector<MPI_Request> requests;  // native
+  bool done = false;
+};
+
+namespace {
+
+constexpr int64_t kFloatBytes = sizeof(float);
+
+double seconds_of(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// A collective whose algorithm is settled: everything the trace and the link model need.
+struct Launch {
+  const AxisGroup& group;
+  CollectiveOp op;
+  Algorithm algorithm;
+  int64_t bytes;
+  int shift = 1;
+};
+
+std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
+  auto s = std::make_unique<CollectiveHandle::State>();
+  s->group = &l.group;
+  s->record = {l.group.name(), l.op, l.algorithm, l.group.size(), l.bytes};
+  s->record.predicted = l.group.context().links.predict_seconds(l.op, l.algorithm, l.group, l.bytes, l.shift);
+  s->start = Clock::now();
+  s->record.start = seconds_of(s->start);
+  LinkEmulation& links = l.group.context().links;
+  if (l.algorithm == Algorithm::kNative && links.mode() == LinkMode::kDelay) {  // held as a whole: MPI hides its hops
+    std::vector<int> axes;
+    for (const Axis* a : l.group.axes()) axes.push_back(a->index);
+    s->held_until = links.reserve(axes, s->start, s->record.predicted);
+  }
+  return s;
+}
+
+// Finishes the collective if it can (always, when blocking); records it once done.
+bool progress(CollectiveHandle::State& s, bool block) {
+  if (s.done) return true;
+  CommContext& context = s.group->context();
+  const LinkEmulation& links = context.links;
+  double emulated = 0;
+  if (s.run) {
+    if (block) {
+      s.run->wait();
+    } else if (!s.run->test()) {
+      return false;
+    }
+    emulated = s.run->emulated_seconds();
+  } else {
+    // MPI hides a native collective's hops: emulate it as a whole at its predicted time.
+    emulated = s.record.predicted;
+    const int count = static_cast<int>(s.requests.size());
+    if (block) {
+      SL_MPI(MPI_Waitall(count, s.requests.data(), MPI_STATUSES_IGNORE));
+      links.hold_until(s.held_until);
+    } else {
+      int finished = 0;
+      SL_MPI(MPI_Testall(count, s.requests.data(), &finished, MPI_STATUSES_IGNORE));
+      if (!finished || (links.mode() == LinkMode::kDelay && Clock::now() < s.held_until)) return false;
+    }
+  }
+  s.record.end = seconds_of(Clock::now());
+  s.record.emulated = links.mode() == LinkMode::kOff ? 0 : emulated;
+  context.trace.record(s.record);
+  s.done = true;
+  return true;
+}
+
+void wait_watched(CollectiveHandle::State& s) {
+  if (s.done) return;
+  Watchdog::Guard guard(s.group->context().watchdog, s.group->name(), s.record.op, s.record.bytes);
+  progress(s, true);
+}
+
+// One collective ready to run: how native does it (blocking and nonblocking MPI calls)
+// and the schedule ring/bidir follow.
+struct Plan {
+  Launch launch;
+  std::function<void()> native;
+  std::function<void(std::vector<MPI_Request>&)> native_async;
+  std::function<Schedule()> schedule;
+};
+
+CollectiveHandle start(const Plan& p) {
+  auto s = begin(p.launch);
+  if (p.launch.algorithm == Algorithm::kNative) {
+    p.native_async(s->requests);
+  } else {
+    s->run = std::make_unique<ScheduleRun>(p.schedule(), p.launch.group.context().links);
+    s->run->test();  // post the first step so the transfer starts at once
+  }
+  return CollectiveHandle(std::move(s));
+}
+
+// Blocking form: native calls MPI's blocking collective (faster than its nonblocking
+// twin for small messages); the neighbour algorithms run their schedule to the end.
+void run(const Plan& p) {
+  if (p.launch.algorithm != Algorithm::kNative) {
+    start(p).wait();
+    return;
+  }
+  const Launch& l = p.launch;
+  auto s = begin(l);
+  {
+    Watchdog::Guard guard(l.group.context().watchdog, l.group.name(), l.op, l.bytes);
+    p.native();
+  }
+  progress(*s, true);  // no requests left: applies the delay and records
+}
+
+[[noreturn]] void size_error(const AxisGroup& g, CollectiveOp op, const std::string& detail) {
+  throw UserError(to_string(op) + " over axis '" + g.name() + "' (" + std::to_string(g.size()) + " ranks): " + detail);
+}
+
+void check_disjoint(const AxisGroup& g, CollectiveOp op, std::span<const float> in, std::span<const float> out) {
+  if (in.data() < out.data() + out.size() && out.data() < in.data() + in.size() && !in.empty() && !out.empty()) {
+    size_error(g, op, "output overlaps input; give it its own buffer");
+  }
+}
+
+std::string floats(size_t n) { return std::to_string(n) + " floats"; }
+
+// Checks the sizes; true when the group has one rank and the copy has been done.
+bool prepare(const AxisGroup& g, CollectiveOp op, std::span<const float> in, std::span<float> out) {
+  const size_t n = static_cast<size_t>(g.size());
+  check_disjoint(g, op, in, out);
+  switch (op) {
+    case CollectiveOp::kAllGather:
+      if (out.size() != in.size() * n) size_error(g, op, "output has " + floats(out.size()) + ", expected " + std::to_string(n) + " x " + floats(in.size()));
+      break;
+    case CollectiveOp::kReduceScatter:
+      if (in.size() != out.size() * n) {
+        size_error(g, op, "input of " + floats(in.size()) + " is not " + std::to_string(n) + " shards of the output's " +
+                              floats(out.size()) + "; pad the input to a multiple of " + std::to_string(n));
+      }
+      break;
+    case CollectiveOp::kAllToAll:
+      if (in.size() != out.size() || in.size() % n != 0) {
+        size_error(g, op, "input " + floats(in.size()) + " and output " + floats(out.size()) +
+                              " must be equal and a multiple of " + std::to_string(n) + "; pad them");
+      }
+      break;
+    default:
+      if (in.size() != out.size()) size_error(g, op, "input " + floats(in.size()) + " and output " + floats(out.size()) + " differ");
+  }
+  if (n > 1) return false;
+  if (!in.empty()) std::memcpy(out.data(), in.data(), in.size() * sizeof(float));
+  return true;
+}
+
+const Axis& single_axis_of(const AxisGroup& g, CollectiveOp op) {
+  if (g.axes().size() != 1) size_error(g, op, "needs a single axis, not a group");
+  return g.single_axis();
+}
+
+int check_peer(const AxisGroup& g, CollectiveOp op, int coord, int tag) {
+  const Axis& axis = single_axis_of(g, op);
+  if (coord < 0 || coord >= axis.size || coord == axis.coord) {
+    size_error(g, op, "peer coordinate " + std::to_string(coord) + " is not another rank of the axis (this rank is " +
+                          std::to_string(axis.coord) + " of " + std::to_string(axis.size) + ")");
+  }
+  if (tag < 0 || tag >= kFirstScheduleTag) size_error(g, op, "tag " + std::to_string(tag) + " outside [0, " + std::to_string(kFirstScheduleTag) + ")");
+  return coord;
+}
+
+Launch launch(const AxisGroup& g, CollectiveOp op, int64_t bytes, Algorithm requested, int shift = 1) {
+  return {g, op, resolve_algorithm(g, op, bytes, requested), bytes, shift};
+}
+
+std::optional<Plan> plan_all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  if (prepare(g, CollectiveOp::kAllGather, in, out)) return std::nullopt;
+  const int n = mpi_count(in.size());
+  const Launch l = launch(g, CollectiveOp::kAllGather, out.size() * kFloatBytes, a);
+  return Plan{l,
+              [=, &g] { SL_MPI(MPI_Allgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
+              [=, &g](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Iallgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm(), &r.emplace_back()));
+              },
+              [=, &g] { return ring_all_gather(g, in, out, l.algorithm == Algorithm::kBidir); }};
+}
+
+std::optional<Plan> plan_reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out,
+                                        Algorithm a) {
+  if (prepare(g, CollectiveOp::kReduceScatter, in, out)) return std::nullopt;
+  const int n = mpi_count(out.size());
+  const Launch l = launch(g, CollectiveOp::kReduceScatter, in.size() * kFloatBytes, a);
+  return Plan{l,
+              [=, &g] { SL_MPI(MPI_Reduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm())); },
+              [=, &g](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Ireduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm(), &r.emplace_back()));
+              },
+              [=, &g] { return ring_reduce_scatter(g, in, out, l.algorithm == Algorithm::kBidir); }};
+}
+
+std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
+  if (g.size() == 1) return std::nullopt;
+  const int n = mpi_count(buffer.size());
+  const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
+  const Launch l = launch(g, CollectiveOp::kAllReduce, buffer.size() * kFloatBytes, a);
+  return Plan{l,
+              [=, &g] { SL_MPI(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm())); },
+              [=, &g](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm(), &r.emplace_back()));
+              },
+              [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir); }};
+}
+
+std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  if (prepare(g, CollectiveOp::kAllToAll, in, out)) return std::nullopt;
+  const int n = mpi_count(in.size() / g.size());
+  const Launch l = launch(g, CollectiveOp::kAllToAll, in.size() * kFloatBytes, a);
+  return Plan{l,
+              [=, &g] { SL_MPI(MPI_Alltoall(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
+              [=, &g](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Ialltoall(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm(), &r.emplace_back()));
+              },
+              [=, &g] { return ring_all_to_all(g, in, out, l.algorithm == Algorithm::kBidir); }};
+}
+
+std::optional<Plan> plan_ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift,
+                                  Algorithm a) {
+  const Axis& axis = single_axis_of(g, CollectiveOp::kPermute);
+  if (prepare(g, CollectiveOp::kPermute, in, out)) return std::nullopt;
+  const int n = mpi_count(in.size());
+  const Launch l = launch(g, CollectiveOp::kPermute, in.size() * kFloatBytes, a, shift);
+  // Native sends straight to the target rank and lets MPI route it.
+  const int to = axis.shifted(shift), from = axis.shifted(-shift), tag = take_collective_tag(g, axis);
+  return Plan{l,
+              [=, &axis] {
+                SL_MPI(MPI_Sendrecv(in.data(), n, MPI_FLOAT, to, tag, out.data(), n, MPI_FLOAT, from, tag,
+                                    axis.comm.get(), MPI_STATUS_IGNORE));
+              },
+              [=, &axis](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Irecv(out.data(), n, MPI_FLOAT, from, tag, axis.comm.get(), &r.emplace_back()));
+                SL_MPI(MPI_Isend(in.data(), n, MPI_FLOAT, to, tag, axis.comm.get(), &r.emplace_back()));
+              },
+              [=, &g] { return ring_ppermute(g, in, out, shift, l.algorithm == Algorithm::kBidir); }};
+}
+
+// Point-to-point: always direct MPI on the axis communicator.
+Plan plan_point_to_point(const AxisGroup& g, CollectiveOp op, std::span<float> buffer, int coord, int tag) {
+  check_peer(g, op, coord, tag);
+  const int n = mpi_count(buffer.size());
+  const MPI_Comm comm = g.single_axis().comm.get();
+  const Launch l{g, op, Algorithm::kNative, static_cast<int64_t>(buffer.size()) * kFloatBytes};
+  if (op == CollectiveOp::kSend) {
+    return Plan{l, [=] { SL_MPI(MPI_Send(buffer.data(), n, MPI_FLOAT, coord, tag, comm)); },
+                [=](std::vector<MPI_Request>& r) {
+                  SL_MPI(MPI_Isend(buffer.data(), n, MPI_FLOAT, coord, tag, comm, &r.emplace_back()));
+                },
+                nullptr};
+  }
+  return Plan{l, [=] { SL_MPI(MPI_Recv(buffer.data(), n, MPI_FLOAT, coord, tag, comm, MPI_STATUS_IGNORE)); },
+              [=](std::vector<MPI_Request>& r) {
+                SL_MPI(MPI_Irecv(buffer.data(), n, MPI_FLOAT, coord, tag, comm, &r.emplace_back()));
+              },
+              nullptr};
+}
+
+// MPI_Send reads a const buffer through a non-const pointer only because MPI's C API
+// predates const; the data is never written.
+std::span<float> mutable_for_mpi(std::span<const float> s) { return {const_cast<float*>(s.data()), s.size()}; }
+
+void run_if(const std::optional<Plan>& p) {
+  if (p) run(*p);
+}
+
+CollectiveHandle start_if(const std::optional<Plan>& p) { return p ? start(*p) : CollectiveHandle(); }
+
+}  // namespace
+
+Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested) {
+  return requested == Algorithm::kAuto ? group.context().auto_table.choose(op, group.size(), bytes) : requested;
+}
+
+CollectiveHandle::CollectiveHandle() = default;
+CollectiveHandle::CollectiveHandle(std::unique_ptr<State> state) : state_(std::move(state)) {}
+CollectiveHandle::CollectiveHandle(CollectiveHandle&&) noexcept = default;
+CollectiveHandle::~CollectiveHandle() { wait(); }
+
+CollectiveHandle& CollectiveHandle::operator=(CollectiveHandle&& other) noexcept {
+  if (this != &other) {
+    wait();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+bool CollectiveHandle::test() { return !state_ || progress(*state_, false); }
+
+void CollectiveHandle::wait() {
+  if (state_) wait_watched(*state_);
+}
+
+void all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  run_if(plan_all_gather(g, in, out, a));
+}
+void reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  run_if(plan_reduce_scatter(g, in, out, a));
+}
+void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
+  run_if(plan_all_reduce(g, buffer, op, a));
+}
+void all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  run_if(plan_all_to_all(g, in, out, a));
+}
+void ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift, Algorithm a) {
+  run_if(plan_ppermute(g, in, out, shift, a));
+}
+
+CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  return start_if(plan_all_gather(g, in, out, a));
+}
+CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float> in, std::span<float> out,
+                                      Algorithm a) {
+  return start_if(plan_reduce_scatter(g, in, out, a));
+}
+CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
+  return start_if(plan_all_reduce(g, buffer, op, a));
+}
+CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+  return start_if(plan_all_to_all(g, in, out, a));
+}
+CollectiveHandle ppermute_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift,
+                                Algorithm a) {
+  return start_if(plan_ppermute(g, in, out, shift, a));
+}
+
+void send(const AxisGroup& g, std::span<const float> buffer, int to, int tag) {
+  run(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag));
+}
+void recv(const AxisGroup& g, std::span<float> buffer, int from, int tag) {
+  run(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag));
+}
+CollectiveHandle send_async(const AxisGroup& g, std::span<const float> buffer, int to, int tag) {
+  return start(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag));
+}
+CollectiveHandle recv_async(const AxisGroup& g, std::span<float> buffer, int from, int tag) {
+  return start(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag));
+}
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,96 @@
+// Collectives on a mesh axis or a group of axes (DESIGN 2; the book's chapter 3).
+//
+// Every collective takes an AxisGroup (mesh.axis("tensor"), mesh.group({"data","fsdp"}))
+// and float buffers owned by the caller. "Rank i" below means rank i of the group,
+// i.e. row-major over its axes' coordinates, outermost first. With G = group.size():
+//
+//   all_gather      in: m floats           out: G*m, block i from rank i
+//   reduce_scatter  in: G*m floats         out: m, the sum over ranks of block `rank`
+//   all_reduce      buffer: any size, in place, sum or max over ranks
+//   all_to_all      in: G*m floats         out: G*m; block j of in goes to rank j,
+//                                          block i of out came from rank i
+//   ppermute        one axis; in goes to the rank `shift` coordinates further along
+//                   (cyclically), out comes from `shift` coordinates back
+//   send / recv     one axis; to or from a coordinate on it (pipeline neighbours)
+//
+// Sizes that do not divide the group are rejected with a UserError naming the sizes
+// (pad the buffer to a multiple of G). Outputs must not overlap inputs. A group of size
+// 1 returns at once (copying in to out) and records nothing.
+//
+// Algorithms (collective_types.h): native, ring, bidir, auto. All give bit-identical
+// results on integer-valued data; on general floats they differ only in summation order.
+// ring and bidir need neighbour links only, emulate ICI, and route as a line on axes
+// without wraparound (ring_algorithms.h). auto picks per op and size from the mesh's
+// AlgorithmTable. send/recv and ppermute-native are point-to-point MPI.
+//
+// Async forms return a CollectiveHandle; the buffers must stay alive and untouched until
+// it completes. OpenMPI progresses messages only inside MPI calls, so call test() now and
+// then (between compute ops) to keep a neighbour algorithm moving; wait() finishes it.
+//
+//   all_reduce(mesh.axis("data"), grads);                          // blocking, auto
+//   CollectiveHandle h = all_gather_async(mesh.axis("fsdp"), shard, full, Algorithm::kBidir);
+//   while (!h.test()) do_some_compute();
+//
+// Every collective is recorded in the mesh's CommTrace (bytes as comm_trace.h counts
+// them) and watched by its Watchdog while a rank waits for it.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "parallel/comm/collective_types.h"
+#include "parallel/comm/mesh.h"
+
+namespace shardlab::parallel {
+
+// An in-flight collective. Move-only; destroying an unfinished handle waits for it.
+class CollectiveHandle {
+ public:
+  struct State;
+
+  CollectiveHandle();  // an already finished handle
+  explicit CollectiveHandle(std::unique_ptr<State> state);
+  ~CollectiveHandle();
+  CollectiveHandle(CollectiveHandle&&) noexcept;
+  CollectiveHandle& operator=(CollectiveHandle&&) noexcept;
+
+  bool test();  // makes progress without blocking; true once finished
+  void wait();  // blocks until finished
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+void all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                Algorithm algorithm = Algorithm::kAuto);
+void reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                    Algorithm algorithm = Algorithm::kAuto);
+void all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
+                Algorithm algorithm = Algorithm::kAuto);
+void all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                Algorithm algorithm = Algorithm::kAuto);
+void ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
+              Algorithm algorithm = Algorithm::kAuto);
+
+CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                                  Algorithm algorithm = Algorithm::kAuto);
+CollectiveHandle reduce_scatter_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                                      Algorithm algorithm = Algorithm::kAuto);
+CollectiveHandle all_reduce_async(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
+                                  Algorithm algorithm = Algorithm::kAuto);
+CollectiveHandle all_to_all_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                                  Algorithm algorithm = Algorithm::kAuto);
+CollectiveHandle ppermute_async(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
+                                Algorithm algorithm = Algorithm::kAuto);
+
+// Point-to-point on one axis; `tag` tells apart several messages in flight between the
+// same pair (0 <= tag < kFirstScheduleTag).
+void send(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0);
+void recv(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0);
+CollectiveHandle send_async(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0);
+CollectiveHandle recv_async(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0);
+
+// The algorithm `auto` resolves to for this collective on this group.
+Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested);
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,56 @@
+// StepPlan: the collectives one training step issues on this rank, in issue order, known
+// before anything runs (DESIGN 8, the dry run).
+//
+// A strategy derives its plan from the parameter shapes and the layout alone -- no
+// parameter is allocated, no model runs -- so a layout can be checked for a model far
+// larger than the machine (`train_gpt --dry-run`). Ranks that disagree about the
+// collectives of a group they share are the usual cause of hangs: check_plan_agreement
+// compares every rank's plan with the others of each group before the first real
+// collective, and names the first entry where they part.
+//
+//   StepPlan plan = plan_data_parallel_step(model, mesh, config, /*microbatches=*/2);
+//   check_plan_agreement(mesh, plan);                 // UserError on every rank if not
+//   if (mesh.rank() == 0) std::cout << format_plan(mesh, plan);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/comm/collective_types.h"
+
+namespace shardlab::parallel {
+
+class Mesh;
+
+inline constexpr int64_t kBytesPerFloat = sizeof(float);  // every collective moves fp32
+
+struct PlannedCollective {
+  std::string group;  // AxisGroup name: "data", "data+fsdp"
+  CollectiveOp op;
+  int64_t bytes;      // as the trace counts them (collectives.h)
+  std::string what;   // what travels: "grads bucket 2", "params block 3", "loss"
+};
+
+using StepPlan = std::vector<PlannedCollective>;
+
+// Appends `entry` unless its group has a single rank (size-1 groups communicate nothing
+// and record nothing).
+void add_planned(StepPlan& plan, const Mesh& mesh, PlannedCollective entry);
+
+// Collective over the mesh: every group named in any rank's plan must see, from each of
+// its ranks, the same sequence of (op, bytes) on it. Throws the same UserError on every
+// rank otherwise, naming the group, the position and both ranks' entries.
+void check_plan_agreement(const Mesh& mesh, const StepPlan& plan);
+
+// One line per entry with its predicted seconds on the mesh's emulated links, then the
+// totals per group.
+std::string format_plan(const Mesh& mesh, const StepPlan& plan);
+
+// Predicted seconds of the plan's collectives on the mesh's emulated links, per group
+// and in all, as if none overlapped.
+std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan);
+double planned_seconds(const Mesh& mesh, const StepPlan& plan);
+
+}  // namespace shardlab::parallel

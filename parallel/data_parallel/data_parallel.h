@@ -1,0 +1,109 @@
+// Data parallelism with ZeRO stages 0-3: how gradients are synchronised over the data
+// axes and which of parameters, gradients and optimizer state are sharded there.
+//
+//   stage 0 (DP)     replicated everything; gradients all-reduced in buckets launched
+//                    from backward hooks as each bucket fills, overlapping backward
+//   stage 1          + AdamW state sharded: all-reduce, update own slice, all-gather params
+//   stage 2          + gradients sharded: reduce-scatter, update own slice, all-gather params
+//   stage 3 (FSDP)   + parameters sharded (fsdp/fsdp.h): each block gathered just
+//                    before its forward and again before its backward, gradients
+//                    reduce-scattered per block, the next block prefetched
+//
+// The data axes are `data` and `fsdp` (whichever the mesh has). Stages 1-3 shard over
+// `fsdp` when it is larger than 1 and replicate over `data` (hybrid sharding), else shard
+// over `data`. Gradients are averaged over all data ranks, so with each rank computing
+// the mean loss of its equal slice of the global batch, every layout optimises the loss
+// of the whole batch, as the single process does.
+//
+// A training step, for k microbatches:
+//   for (int i = 0; i < k; ++i) { dp->begin_microbatch(i, k); loss(micro i).backward(); }
+//   dp->finish_gradients();                 // waits for the last reductions
+//   dp->clip_grad_norm(1.0);
+//   dp->step(lr);
+//   dp->zero_grad();
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "framework/checkpoint.h"
+#include "framework/nn/transformer.h"
+#include "optim/adamw.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
+
+namespace shardlab::parallel {
+
+struct DataParallelConfig {
+  int zero = 0;                 // ZeRO stage 0-3
+  double bucket_mb = 4.0;       // gradient bucket size (stages 0-2)
+  bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end)
+  bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
+                                      // forward (false: keep them until its backward, no regather)
+  std::string optimizer = "adamw";  // stage 0 also takes "sgd"
+  uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
+  optim::AdamWOptions adamw;
+  float momentum = 0.9f;        // SGD
+};
+
+// The groups a data-parallel strategy communicates over.
+struct DataAxes {
+  const AxisGroup* all = nullptr;      // every data rank (data and fsdp): gradient averaging
+  const AxisGroup* shard = nullptr;    // where ZeRO shards live
+  const AxisGroup* replica = nullptr;  // across shard groups (hybrid), or nullptr
+  static DataAxes of(const Mesh& mesh);
+};
+
+class DataParallel {
+ public:
+  virtual ~DataParallel() = default;
+  // Before the forward of microbatch `index` of `count`: gradients are communicated only
+  // during the backward of the last one (a no-sync scope for the others).
+  virtual void begin_microbatch(int index, int count) = 0;
+  // Waits for outstanding reductions; the gradients are then the mean over data ranks.
+  virtual void finish_gradients() = 0;
+  // Global L2 norm of the gradients before clipping, over all shards; scales them to max_norm.
+  virtual double clip_grad_norm(double max_norm) = 0;
+  virtual void step(float lr) = 0;
+  virtual void zero_grad() = 0;
+  // Puts the full parameters into the model's tensors (for evaluation and decoding) until
+  // release_full_params(); no-ops where parameters are replicated.
+  virtual void gather_full_params() {}
+  virtual void release_full_params() {}
+  // Collective. Writes params/<name> and optim/<kind>/<name> unsharded, gathering one
+  // group at a time; only the rank holding a writer (rank 0) writes.
+  virtual void save(CheckpointWriter* writer) = 0;
+  // Each rank reads only what it owns.
+  virtual void load(const CheckpointReader& reader) = 0;
+  virtual int64_t optimizer_step() const = 0;
+  virtual std::string describe() const = 0;
+
+  // Seconds this rank has spent blocked on the strategy's communication since it was
+  // made: the exposed part, not hidden behind compute.
+  double exposed_comm_seconds() const { return exposed_seconds_; }
+
+ protected:
+  // Runs a blocking communication call and counts its time as exposed.
+  template <typename Fn>
+  void blocking(Fn fn) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    exposed_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  double exposed_seconds_ = 0;
+};
+
+// Stages 0-2: parameters whole on every rank, gradients reduced in buckets. Parameters
+// built under nn::DeferParameters are allocated and initialised in full from config.seed.
+// Stage 3 is fsdp/fsdp.h; parallel/parallelize.h chooses between them.
+std::unique_ptr<DataParallel> make_bucketed_data_parallel(nn::Transformer& model, const Mesh& mesh,
+                                                          const DataParallelConfig& config);
+
+// The collectives that strategy issues in one training step, in issue order
+// (step_plan.h), from the parameter shapes alone: the model may be deferred and stays so.
+StepPlan plan_bucketed_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,315 @@
+#include "parallel/fsdp/fsdp.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/memory.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/data_parallel/sharded_adamw.h"
+#include "parallel/data_parallel/sharded_io.h"
+
+namespace shardlab::parallel {
+namespace {
+
+struct Unit {
+  explicit Unit(FlatLayout l) : layout(std::move(l)) {}
+  FlatLayout layout;
+  Tensor shard;                   // this rank's slice of the parameters: the only persistent copy
+  std::shared_ptr<Storage> full;  // the gathered parameters, while present
+  CollectiveHandle gathering;     // an all_gather into `full` still in flight
+  bool bound = false;             // parameters point into `full`
+  Tensor grad_flat, grad_slice;
+  CollectiveHandle reducing;
+  size_t ready = 0;
+  bool launched = false;
+};
+
+class FullyShardedDataParallel : public DataParallel {
+ public:
+  FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
+  ~FullyShardedDataParallel() override;
+  void begin_microbatch(int index, int count) override;
+  void finish_gradients() override;
+  double clip_grad_norm(double max_norm) override;
+  void step(float lr) override;
+  void zero_grad() override;
+  void gather_full_params() override;
+  void release_full_params() override;
+  void save(CheckpointWriter* writer) override;
+  void load(const CheckpointReader& reader) override;
+  int64_t optimizer_step() const override { return optimizer_->step_count(); }
+  std::string describe() const override;
+
+ private:
+  void start_gather(Unit& u);
+  void ensure_gathered(Unit& u);
+  void release(Unit& u);
+  void on_grad_ready(Unit& u, bool is_root);
+  void launch_reduce(Unit& u);
+  Tensor wrap_block(size_t unit, const Tensor& x, const std::function<Tensor(const Tensor&)>& run);
+
+  nn::Transformer& model_;
+  DataAxes axes_;
+  std::vector<std::unique_ptr<Unit>> units_;  // 0: root, 1 + l: block l
+  std::unique_ptr<ShardedAdamW> optimizer_;
+  bool sync_ = true;
+  bool hold_full_ = false;
+  bool reshard_after_forward_;
+};
+
+// Unit 0, the root: every parameter outside the blocks; unit 1 + l: block l. Names are
+// the whole model's.
+std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
+  std::vector<FlatLayout::Param> root;
+  for (const nn::Parameter& p : model.parameters()) {
+    if (p.name.rfind("blocks.", 0) != 0) root.push_back({p.name, *p.tensor, p.decay});
+  }
+  std::vector<FlatLayout> units;
+  units.emplace_back(root, shards);
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    std::vector<FlatLayout::Param> block;
+    for (const nn::Parameter& p : model.blocks[l]->parameters()) {
+      block.push_back({"blocks." + std::to_string(l) + "." + p.name, *p.tensor, p.decay});
+    }
+    units.emplace_back(block, shards);
+  }
+  return units;
+}
+
+FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
+                                                   const DataParallelConfig& config)
+    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward) {
+  const int rank = axes_.shard->rank();
+  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size())) units_.push_back(std::make_unique<Unit>(std::move(layout)));
+  // Each rank's slice comes from the model's values or, for a deferred model, straight
+  // from the initialisers: the full model never exists on any rank.
+  std::map<std::string, nn::Parameter> by_name;
+  for (const nn::Parameter& p : model.parameters()) by_name.emplace(p.name, p);
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Unit& u = *units_[i];
+    const auto [lo, hi] = u.layout.slice(rank);
+    {
+      MemoryScope scope(MemoryCategory::Parameters);
+      u.shard = Tensor::zeros({hi - lo});
+    }
+    u.layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
+      float* dst = u.shard.data() + (a - lo);
+      if (e.param.has_storage()) {
+        std::memcpy(dst, e.param.data() + (a - e.offset), (b - a) * sizeof(float));
+      } else {
+        nn::initialize_range(by_name.at(e.name), config.seed, a - e.offset, b - e.offset, dst);
+      }
+    });
+    for (const FlatEntry& e : u.layout.entries()) {
+      Tensor p = e.param;
+      p.release_storage();
+      p.add_grad_hook([this, &u, i](Tensor&) { on_grad_ready(u, i == 0); });
+    }
+  }
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    model.blocks[l]->wrapper = [this, l](const Tensor& x, const std::function<Tensor(const Tensor&)>& run) {
+      return wrap_block(l + 1, x, run);
+    };
+  }
+  std::vector<const FlatLayout*> groups;
+  for (auto& u : units_) groups.push_back(&u->layout);
+  optimizer_ = std::make_unique<ShardedAdamW>(groups, rank, config.adamw);
+}
+
+FullyShardedDataParallel::~FullyShardedDataParallel() {
+  for (auto& block : model_.blocks) block->wrapper = nullptr;
+}
+
+void FullyShardedDataParallel::start_gather(Unit& u) {
+  if (u.full) return;
+  {
+    MemoryScope scope(MemoryCategory::Communication);
+    u.full = std::make_shared<Storage>(u.layout.padded());
+  }
+  u.gathering = all_gather_async(*axes_.shard, u.shard.span(), {u.full->data(), static_cast<size_t>(u.layout.padded())});
+}
+
+void FullyShardedDataParallel::ensure_gathered(Unit& u) {
+  start_gather(u);
+  blocking([&] { u.gathering.wait(); });
+  if (u.bound) return;
+  for (const FlatEntry& e : u.layout.entries()) Tensor(e.param).share_storage(u.full, e.offset);
+  u.bound = true;
+}
+
+void FullyShardedDataParallel::release(Unit& u) {
+  if (hold_full_ || !u.full) return;
+  u.gathering.wait();
+  for (const FlatEntry& e : u.layout.entries()) Tensor(e.param).release_storage();
+  u.full.reset();
+  u.bound = false;
+}
+
+Tensor FullyShardedDataParallel::wrap_block(size_t i, const Tensor& x, const std::function<Tensor(const Tensor&)>& run) {
+  Unit& u = *units_[i];
+  ensure_gathered(u);
+  if (i + 1 < units_.size()) start_gather(*units_[i + 1]);  // prefetch the next block
+  Tensor y = run(x);
+  // Reshard after forward (gathered again when the gradient arrives) unless told to keep
+  // the parameters; without a backward to come they are never kept.
+  if (reshard_after_forward_ || !grad_enabled()) release(u);
+  // forward: identity; backward: gather this block's parameters (prefetch the previous one).
+  return record(y.detach(), "fsdp_gather_for_backward", {y}, [this, i](const Tensor& gy) {
+    ensure_gathered(*units_[i]);
+    if (i > 1) start_gather(*units_[i - 1]);
+    return std::vector<Tensor>{gy};
+  });
+}
+
+void FullyShardedDataParallel::begin_microbatch(int index, int count) {
+  sync_ = index == count - 1;
+  ensure_gathered(*units_[0]);
+}
+
+void FullyShardedDataParallel::on_grad_ready(Unit& u, bool is_root) {
+  for (auto& other : units_) other->reducing.test();  // keep earlier reductions moving
+  if (++u.ready < u.layout.entries().size()) return;
+  u.ready = 0;
+  if (sync_) launch_reduce(u);
+  if (!is_root) release(u);
+}
+
+void FullyShardedDataParallel::launch_reduce(Unit& u) {
+  {
+    MemoryScope scope(MemoryCategory::Communication);
+    u.grad_flat = Tensor::empty({u.layout.padded()});
+  }
+  u.layout.pack_grads(u.grad_flat.span());
+  for (const FlatEntry& e : u.layout.entries()) Tensor(e.param).zero_grad();
+  {
+    MemoryScope scope(MemoryCategory::Gradients);
+    u.grad_slice = Tensor::empty({u.layout.shard_size()});
+  }
+  u.reducing = reduce_scatter_async(*axes_.shard, u.grad_flat.span(), u.grad_slice.span());
+  u.launched = true;
+}
+
+void FullyShardedDataParallel::finish_gradients() {
+  const float mean = 1.0f / static_cast<float>(axes_.all->size());
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Unit& u = *units_[i];
+    if (!u.launched) launch_reduce(u);  // a parameter got no gradient
+    blocking([&] { u.reducing.wait(); });
+    u.grad_flat = Tensor();
+    if (axes_.replica) blocking([&] { all_reduce(*axes_.replica, u.grad_slice.span()); });
+    for (float& g : u.grad_slice.span()) g *= mean;
+  }
+  release(*units_[0]);
+}
+
+double FullyShardedDataParallel::clip_grad_norm(double max_norm) {
+  double local = 0.0;
+  for (auto& u : units_)
+    for (float g : u->grad_slice.span()) local += static_cast<double>(g) * g;
+  Tensor t = Tensor::full({1}, static_cast<float>(local));  // padding is zero: slices add up
+  blocking([&] { all_reduce(*axes_.shard, t.span()); });
+  const double norm = std::sqrt(static_cast<double>(t.item()));
+  if (max_norm > 0 && norm > max_norm) {
+    const float s = static_cast<float>(max_norm / (norm + 1e-6));
+    for (auto& u : units_)
+      for (float& g : u->grad_slice.span()) g *= s;
+  }
+  return norm;
+}
+
+void FullyShardedDataParallel::step(float lr) {
+  optimizer_->begin_step();
+  for (size_t i = 0; i < units_.size(); ++i) optimizer_->update(i, units_[i]->shard.span(), units_[i]->grad_slice.span(), lr);
+}
+
+void FullyShardedDataParallel::zero_grad() {
+  for (auto& u : units_) {
+    u->grad_slice = Tensor();
+    u->grad_flat = Tensor();
+    u->launched = false;
+    u->ready = 0;
+    for (const FlatEntry& e : u->layout.entries()) Tensor(e.param).zero_grad();
+  }
+}
+
+void FullyShardedDataParallel::gather_full_params() {
+  for (auto& u : units_) ensure_gathered(*u);
+  hold_full_ = true;
+}
+
+void FullyShardedDataParallel::release_full_params() {
+  hold_full_ = false;
+  for (auto& u : units_) release(*u);
+}
+
+void FullyShardedDataParallel::save(CheckpointWriter* writer) {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    save_sharded(*axes_.shard, units_[i]->layout, units_[i]->shard.span(), "params/", writer);
+    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->m(i).span(), "optim/m/", writer);
+    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->v(i).span(), "optim/v/", writer);
+  }
+}
+
+void FullyShardedDataParallel::load(const CheckpointReader& reader) {
+  const int rank = axes_.shard->rank();
+  for (size_t i = 0; i < units_.size(); ++i) {
+    load_sharded(reader, units_[i]->layout, rank, "params/", units_[i]->shard.span());
+    load_sharded(reader, units_[i]->layout, rank, "optim/m/", optimizer_->m(i).span());
+    load_sharded(reader, units_[i]->layout, rank, "optim/v/", optimizer_->v(i).span());
+  }
+  optimizer_->set_step_count(reader.int_attribute("optimizer_step"));
+}
+
+std::string FullyShardedDataParallel::describe() const {
+  return "ZeRO-3/FSDP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks), " +
+         std::to_string(units_.size()) + " units (root + one per block), shards over " + axes_.shard->name() +
+         (axes_.replica ? ", replicated over " + axes_.replica->name() : "");
+}
+
+}  // namespace
+
+StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
+  const DataAxes axes = DataAxes::of(mesh);
+  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size());
+  const size_t blocks = units.size() - 1;
+  StepPlan plan;
+  const std::string& shard = axes.shard->name();
+  const auto gather = [&](size_t i, const char* when) {
+    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * kBytesPerFloat,
+                             i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when});
+  };
+  const auto reduce = [&](size_t i) {
+    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * kBytesPerFloat,
+                             i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)});
+  };
+  for (int m = 0; m < microbatches; ++m) {
+    const bool sync = m == microbatches - 1;
+    if (m == 0) gather(0, "");  // the root stays gathered until the step's gradients are reduced
+    for (size_t i = 1; i <= blocks; ++i) gather(i, " (forward)");  // block l prefetches l + 1
+    // Backward of block l: gather l again (resharded) and prefetch l - 1, then reduce l.
+    for (size_t i = blocks; i >= 1; --i) {
+      if (config.reshard_after_forward) {
+        if (i == blocks) gather(i, " (backward)");
+        if (i > 1) gather(i - 1, " (backward)");
+      }
+      if (sync) reduce(i);
+    }
+    if (sync) reduce(0);  // the tied embedding's gradient is complete last
+  }
+  for (size_t i = 0; i < units.size() && axes.replica; ++i) {
+    add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, units[i].shard_size() * kBytesPerFloat,
+                             (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard"});
+  }
+  add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
+  return plan;
+}
+
+std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config) {
+  return std::make_unique<FullyShardedDataParallel>(model, mesh, config);
+}
+
+}  // namespace shardlab::parallel

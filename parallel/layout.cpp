@@ -1,0 +1,87 @@
+#include "parallel/layout.h"
+
+#include "framework/error.h"
+
+namespace shardlab::parallel {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_tensor(const nn::ModelConfig& m, int t) {
+  if (t == 1) return;
+  const auto fail = [&](const std::string& what, int64_t value) {
+    throw UserError("tensor axis " + str(t) + " does not divide " + what + " " + str(value) +
+                    "; choose a tensor size that divides it");
+  };
+  if (m.n_heads % t != 0) fail("the attention heads", m.n_heads);
+  if (m.n_kv_heads % t != 0 && t % m.n_kv_heads != 0) {
+    throw UserError("tensor axis " + str(t) + " and the " + str(m.n_kv_heads) +
+                    " kv heads must divide one another (kv heads split when the tensor size divides them, "
+                    "replicated when it is a multiple of them); choose a tensor size that divides " +
+                    str(m.n_kv_heads) + " or is a multiple of it");
+  }
+  if (m.d_ff % t != 0) fail("the MLP hidden size d_ff", m.d_ff);
+  if (m.vocab % t != 0) fail("the vocabulary", m.vocab);
+}
+
+}  // namespace
+
+Layout Layout::from_spec(const std::string& spec) { return from_axes(parse_mesh_spec(spec)); }
+
+Layout Layout::from_axes(std::vector<AxisSpec> axes) {
+  Layout l;
+  for (const AxisSpec& a : axes) {
+    if (a.name == "data") l.data = a.size;
+    if (a.name == "fsdp") l.fsdp = a.size;
+    if (a.name == "pipe") l.pipe = a.size;
+    if (a.name == "expert") l.expert = a.size;
+    if (a.name == "tensor") l.tensor = a.size;
+  }
+  l.axes = std::move(axes);
+  return l;
+}
+
+void Layout::validate(const LayoutChecks& c) const {
+  if (pipe > 1) {
+    throw UserError("mesh axis pipe=" + str(pipe) +
+                    ": pipeline parallelism does not train yet; use the data, fsdp and tensor axes "
+                    "(e.g. data=2,tensor=2)");
+  }
+  if (expert > 1) {
+    throw UserError("mesh axis expert=" + str(expert) +
+                    ": expert parallelism needs a mixture-of-experts model, which does not train yet; use the "
+                    "data, fsdp and tensor axes");
+  }
+  if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
+  if (c.zero > 0 && c.optimizer != "adamw") {
+    throw UserError("ZeRO stage " + str(c.zero) + " shards AdamW state; use the adamw optimizer or ZeRO stage 0");
+  }
+  check_tensor(c.model, tensor);
+  if (c.microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(c.microbatches));
+  if (c.global_batch > 0) {
+    if (c.global_batch % data_ranks() != 0) {
+      throw UserError("global batch " + str(c.global_batch) + " is not divisible by the " + str(data_ranks()) +
+                      " data ranks (data x fsdp = " + str(data) + " x " + str(fsdp) +
+                      "); choose a batch that is a multiple of " + str(data_ranks()));
+    }
+    const int64_t per_rank = c.global_batch / data_ranks();
+    if (per_rank % c.microbatches != 0) {
+      throw UserError(str(per_rank) + " sequences per data rank do not split into " + str(c.microbatches) +
+                      " equal microbatches; choose a batch that is a multiple of " +
+                      str(static_cast<int64_t>(data_ranks()) * c.microbatches));
+    }
+  }
+}
+
+void Layout::validate(const LayoutChecks& checks, int num_ranks) const {
+  validate_mesh(axes, num_ranks);
+  validate(checks);
+}
+
+std::string Layout::describe() const {
+  std::string s;
+  for (const AxisSpec& a : axes) s += (s.empty() ? "" : ",") + a.name + "=" + str(a.size);
+  return s;
+}
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,50 @@
+// Layout: the degrees of the five mesh axes, validated once against the model and the
+// batch, identically on every rank, before the first collective (torchtitan's
+// ParallelDims). Every strategy trusts it instead of checking on its own.
+//
+//   const Layout layout = Layout::from_spec("data=2,tensor=2");
+//   layout.validate({.model = config, .global_batch = 32, .microbatches = 2, .zero = 1});
+//   Mesh mesh(job, layout.axes);             // the first collective
+//
+// Each error names the values and the fix, and names no program: the same message serves
+// train_gpt, generate and a test.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "framework/nn/config.h"
+#include "parallel/comm/mesh.h"
+
+namespace shardlab::parallel {
+
+// What a layout is checked against.
+struct LayoutChecks {
+  nn::ModelConfig model;
+  int64_t global_batch = 0;  // sequences per step over all data ranks; 0: not checked
+  int microbatches = 1;      // gradient-accumulation microbatches per step
+  int zero = 0;              // ZeRO stage 0-3
+  std::string optimizer = "adamw";
+};
+
+struct Layout {
+  std::vector<AxisSpec> axes;  // as given, outermost first
+  int data = 1, fsdp = 1, pipe = 1, expert = 1, tensor = 1;
+
+  // Parses "data=2,tensor=2" (parse_mesh_spec); axes not named have size 1.
+  static Layout from_spec(const std::string& spec);
+  static Layout from_axes(std::vector<AxisSpec> axes);
+
+  int num_ranks() const { return data * fsdp * pipe * expert * tensor; }
+  int data_ranks() const { return data * fsdp; }  // ranks that split the batch
+
+  // Throws UserError, naming the values and the fix, for any axis the model or the batch
+  // cannot be split over, and for axes whose strategy does not train yet.
+  void validate(const LayoutChecks& checks) const;
+  // Also checks that the degrees multiply to `num_ranks` (validate_mesh).
+  void validate(const LayoutChecks& checks, int num_ranks) const;
+
+  std::string describe() const;  // "data=2,tensor=2"
+};
+
+}  // namespace shardlab::parallel

@@ -1,0 +1,45 @@
+// parallelize(model, mesh, config): the one way a model is parallelised (DESIGN 3).
+//
+// It applies the strategies from outside the model in a fixed order -- tensor, then
+// pipeline, then expert, then FSDP/DP -- and returns the data-parallel strategy that owns
+// the gradient reduction, the sharded optimizer state and checkpoint I/O. The caller's
+// training loop then reads as llm.c's:
+//
+//   const Layout layout = Layout::from_spec(spec);
+//   layout.validate({.model = config, .global_batch = B, .microbatches = k}, world);
+//   Mesh mesh(job, layout.axes);
+//   auto model = [&] { nn::DeferParameters defer; return std::make_unique<nn::Transformer>(config); }();
+//   auto strategy = parallelize(*model, mesh, {.data = {.zero = 1, .seed = seed}});
+//   for (...) {
+//     for (int i = 0; i < k; ++i) { strategy->begin_microbatch(i, k); loss(i).backward(); }
+//     strategy->finish_gradients();
+//     strategy->clip_grad_norm(1.0);
+//     strategy->step(lr);
+//     strategy->zero_grad();
+//   }
+//
+// Parameters built under nn::DeferParameters are allocated and initialised here from
+// config.data.seed, each rank only what it keeps; every layout starts from the same model.
+#pragma once
+
+#include <memory>
+
+#include "framework/nn/transformer.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
+#include "parallel/data_parallel/data_parallel.h"
+
+namespace shardlab::parallel {
+
+struct ParallelConfig {
+  DataParallelConfig data;  // ZeRO stage, buckets, optimizer, seed
+};
+
+std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
+
+// The collectives parallelize(model, mesh, config)'s strategies issue in one training
+// step of `microbatches` microbatches, in issue order (step_plan.h), from the parameter
+// shapes alone: the model may be deferred and stays so.
+StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, int microbatches);
+
+}  // namespace shardlab::parallel
