@@ -26,9 +26,11 @@ Attention::Attention(Module& parent, const std::string& name, const ModelConfig&
 }
 
 Tensor Attention::operator()(const Tensor& x) const {
-  Tensor qkv = wqkv(x);
-  if (rope) qkv = ops::rope(qkv, n_heads, n_kv_heads, rope_theta);
-  return wo(ops::causal_attention(qkv, n_heads, n_kv_heads));
+  return forward_hooked(x, [this](const Tensor& in) {
+    Tensor qkv = wqkv(in);
+    if (rope) qkv = ops::rope(qkv, n_heads, n_kv_heads, rope_theta);
+    return wo(ops::causal_attention(qkv, n_heads, n_kv_heads));
+  });
 }
 
 Tensor Attention::decode(const Tensor& x, KVCache& cache, int layer) const {

@@ -22,6 +22,9 @@ class Attention : public Module {
   // Inference only: attends new positions x[B, n, D] to the cache (and appends them).
   Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
 
+  // wqkv's rows are the query heads, then the key heads, then the value heads, H rows each
+  // (Q[N*H]; K[K*H]; V[K*H]): a tensor-parallel layout keeps a subset of whole heads of each
+  // and sets n_heads / n_kv_heads to the counts it kept.
   Linear wqkv, wo;
   int64_t n_heads, n_kv_heads, head_dim;
   bool rope;

@@ -11,7 +11,13 @@ Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out,
   if (has_bias) add_parameter(bias, "bias", {out}, {Init::Zeros}, false);
 }
 
-Tensor Linear::operator()(const Tensor& x) const { return rematerialised_linear(*this, x); }
+Tensor Linear::operator()(const Tensor& x) const {
+  return forward_hooked(x, [this](const Tensor& in) {
+    if (!reduce_partial) return rematerialised_linear(*this, in, bias);
+    Tensor y = reduce_partial(rematerialised_linear(*this, in, Tensor()));
+    return bias.defined() ? ops::add(y, bias) : y;
+  });
+}
 
 Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim) {
   parent.add_child_module(*this, name);
@@ -19,7 +25,7 @@ Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab, int
 }
 
 Tensor Embedding::operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const {
-  return ops::embedding(weight, ids, B, T);
+  return post_hooked(ops::embedding(weight, ids, B, T, first_row));
 }
 
 Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, float eps_) : kind(kind_), eps(eps_) {
@@ -29,7 +35,9 @@ Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, flo
 }
 
 Tensor Norm::operator()(const Tensor& x) const {
-  return kind == Layer ? ops::layer_norm(x, weight, bias, eps) : ops::rms_norm(x, weight, eps);
+  return forward_hooked(x, [this](const Tensor& in) {
+    return kind == Layer ? ops::layer_norm(in, weight, bias, eps) : ops::rms_norm(in, weight, eps);
+  });
 }
 
 Mlp::Mlp(Module& parent, const std::string& name, int64_t dim, int64_t hidden, float out_std)
@@ -37,7 +45,9 @@ Mlp::Mlp(Module& parent, const std::string& name, int64_t dim, int64_t hidden, f
   parent.add_child_module(*this, name);
 }
 
-Tensor Mlp::operator()(const Tensor& x) const { return fc2(ops::gelu(fc(x))); }
+Tensor Mlp::operator()(const Tensor& x) const {
+  return forward_hooked(x, [this](const Tensor& in) { return fc2(ops::gelu(fc(in))); });
+}
 
 SwiGlu::SwiGlu(Module& parent, const std::string& name, int64_t dim, int64_t hidden, float out_std)
     : gate(*this, "gate", dim, hidden, false), up(*this, "up", dim, hidden, false),
@@ -45,6 +55,8 @@ SwiGlu::SwiGlu(Module& parent, const std::string& name, int64_t dim, int64_t hid
   parent.add_child_module(*this, name);
 }
 
-Tensor SwiGlu::operator()(const Tensor& x) const { return down(ops::swiglu(gate(x), up(x))); }
+Tensor SwiGlu::operator()(const Tensor& x) const {
+  return forward_hooked(x, [this](const Tensor& in) { return down(ops::swiglu(gate(in), up(in))); });
+}
 
 }  // namespace shardlab::nn

@@ -15,14 +15,20 @@ class Linear : public Module {
   Linear(Module& parent, const std::string& name, int64_t in, int64_t out, bool bias, float init_std = 0.02f);
   Tensor operator()(const Tensor& x) const;
   Tensor weight, bias;
+  // Applied to x · W^T before the bias is added; unset, nothing happens there. A
+  // row-parallel layout (parallel/tensor) sums its shards' partial products here, so the
+  // bias is added once.
+  Hook reduce_partial;
 };
 
-// Lookup table w[V, D].
+// Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V) of
+// the full table and gets zeros for ids outside them (ops::embedding).
 class Embedding : public Module {
  public:
   Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim);
   Tensor operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const;
   Tensor weight;
+  int64_t first_row = 0;
 };
 
 // LayerNorm (weight and bias, GPT-2) or RMSNorm (weight only, LLaMA) over the last dim.

@@ -30,6 +30,30 @@ Tensor& Module::add_parameter(Tensor& slot, const std::string& name, const Shape
 
 void Module::add_child_module(Module& child, const std::string& name) { children_.push_back({name, &child}); }
 
+Module* Module::child(const std::string& name) const {
+  for (const auto& [n, c] : children_) {
+    if (n == name) return c;
+  }
+  return nullptr;
+}
+
+void Module::clear_forward_hooks() {
+  pre_hooks_.clear();
+  post_hooks_.clear();
+}
+
+Tensor Module::forward_hooked(const Tensor& x, const std::function<Tensor(const Tensor&)>& forward) const {
+  if (pre_hooks_.empty()) return post_hooked(forward(x));
+  Tensor h = x;
+  for (const Hook& hook : pre_hooks_) h = hook(h);
+  return post_hooked(forward(h));
+}
+
+Tensor Module::post_hooked(Tensor y) const {
+  for (const Hook& hook : post_hooks_) y = hook(y);
+  return y;
+}
+
 void Module::collect(const std::string& prefix, std::vector<Parameter>& out) {
   for (const Parameter& p : own_) out.push_back({prefix + p.name, p.tensor, p.init, p.decay});
   for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);

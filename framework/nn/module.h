@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,8 +47,24 @@ class Module {
 
   // Registers `child` under `name` (called by a child's constructor with its parent).
   void add_child_module(Module& child, const std::string& name);
+  // The child registered under `name` (one level down), or nullptr.
+  Module* child(const std::string& name) const;
+
+  // Forward hooks, registered from outside the model: parallel/ applies its strategies
+  // through them (FSDP gathers a block's parameters before it runs; tensor parallelism
+  // puts Megatron's f before attention and the MLP). A pre-hook maps the module's input,
+  // a post-hook its output, in registration order. Modules that take a tensor honour
+  // both; Embedding (it takes ids) honours post-hooks only.
+  using Hook = std::function<Tensor(const Tensor&)>;
+  void add_forward_pre_hook(Hook hook) { pre_hooks_.push_back(std::move(hook)); }
+  void add_forward_hook(Hook hook) { post_hooks_.push_back(std::move(hook)); }
+  void clear_forward_hooks();
 
  protected:
+  // Runs `forward` on x between the pre- and post-hooks.
+  Tensor forward_hooked(const Tensor& x, const std::function<Tensor(const Tensor&)>& forward) const;
+  Tensor post_hooked(Tensor y) const;
+
   // Allocates a parameter (under MemoryCategory::Parameters) owned by this module.
   Tensor& add_parameter(Tensor& slot, const std::string& name, const Shape& shape, Init init, bool decay);
 
@@ -55,6 +72,7 @@ class Module {
   void collect(const std::string& prefix, std::vector<Parameter>& out);
   std::vector<Parameter> own_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::vector<Hook> pre_hooks_, post_hooks_;
 };
 
 // Fills every parameter from its initialiser; see the header comment. A parameter that

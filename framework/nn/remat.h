@@ -34,8 +34,8 @@ class Linear;
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
                   Remat policy = Remat::Full, std::vector<const Linear*> saved = {});
 
-// nn::Linear's forward: ops::linear, or inside a checkpoint that saves this layer's
-// output, that output taken back.
-Tensor rematerialised_linear(const Linear& layer, const Tensor& x);
+// nn::Linear's product x · W^T (+ bias, when defined): ops::linear, or inside a checkpoint
+// that saves this layer's output, that output taken back.
+Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& bias);
 
 }  // namespace shardlab::nn

@@ -49,7 +49,7 @@ Tensor Block::operator()(const Tensor& x) const {
     }
     return checkpoint([this](const Tensor& in) { return forward(in); }, h, params, remat, saved);
   };
-  return wrapper ? wrapper(x, run) : run(x);
+  return forward_hooked(x, run);
 }
 
 Tensor Block::decode(const Tensor& x, KVCache& cache, int layer) const {
@@ -84,15 +84,21 @@ Tensor Transformer::head(const Tensor& x) const {
   return lm_head ? (*lm_head)(h) : ops::linear(h, wte.weight);
 }
 
-Tensor Transformer::logits(std::span<const int32_t> ids, int64_t B, int64_t T) const {
+Tensor Transformer::head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const {
   Tensor x = embed(ids, B, T, 0);
   for (const auto& block : blocks) x = (*block)(x);
   return head(x);
 }
 
+Tensor Transformer::logits(std::span<const int32_t> ids, int64_t B, int64_t T) const {
+  Tensor h = head_output(ids, B, T);
+  return logits_hook ? logits_hook(h) : h;
+}
+
 Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
                          double denominator) const {
-  return ops::cross_entropy(logits(ids, B, T), targets, denominator);
+  Tensor h = head_output(ids, B, T);
+  return loss_function ? loss_function(h, targets, denominator) : ops::cross_entropy(h, targets, denominator);
 }
 
 Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const {
@@ -100,7 +106,7 @@ Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, K
   Tensor x = embed(ids, B, n, cache.length);
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->decode(x, cache, static_cast<int>(l));
   cache.length += n;
-  return head(x);
+  return logits_hook ? logits_hook(head(x)) : head(x);
 }
 
 }  // namespace shardlab::nn

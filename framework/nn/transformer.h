@@ -25,12 +25,8 @@ namespace shardlab::nn {
 
 class Block : public Module {
  public:
-  // Applied from outside the model (parallel/ wraps each block for FSDP): receives the
-  // block input and a function that runs the block, and returns the block output.
-  using Wrapper = std::function<Tensor(const Tensor& x, const std::function<Tensor(const Tensor&)>& run)>;
-
   Block(Module& parent, const std::string& name, const ModelConfig& config);
-  Tensor operator()(const Tensor& x) const;  // honours config.remat and the wrapper
+  Tensor operator()(const Tensor& x) const;  // honours config.remat and the forward hooks
   Tensor forward(const Tensor& x) const;     // never rematerialises
   Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
 
@@ -40,7 +36,6 @@ class Block : public Module {
   std::unique_ptr<Mlp> mlp;        // GPT
   std::unique_ptr<SwiGlu> swiglu;  // LLaMA
   Remat remat;
-  Wrapper wrapper;
 
  private:
   Tensor feed_forward(const Tensor& x) const;
@@ -63,9 +58,16 @@ class Transformer : public Module {
   Norm norm_f;
   std::unique_ptr<Linear> lm_head;  // LLaMA only (GPT ties to wte)
 
+  // Set from outside the model where the head's output is not the full logits (a
+  // vocab-parallel layout, parallel/tensor): loss_function replaces ops::cross_entropy on
+  // it, logits_hook turns it into the logits that logits() and decode() return.
+  std::function<Tensor(const Tensor& head_output, std::span<const int32_t> targets, double denominator)> loss_function;
+  Hook logits_hook;
+
  private:
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset) const;
   Tensor head(const Tensor& x) const;
+  Tensor head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const;  // embed, blocks, head
 };
 
 }  // namespace shardlab::nn

@@ -1,6 +1,7 @@
 #include "framework/ops/embedding.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -36,21 +37,32 @@ void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_h
 
 }  // namespace
 
-Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T) {
+Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T, int64_t first_row) {
   SL_ASSERT(w.ndim() == 2 && static_cast<int64_t>(ids.size()) == B * T,
             "embedding: table " + shape_str(w.shape()) + " with " + std::to_string(ids.size()) + " ids");
   const int64_t V = w.dim(0), D = w.dim(1);
-  for (int32_t id : ids) SL_ASSERT(id >= 0 && id < V, "token id " + std::to_string(id) + " outside vocab " + std::to_string(V));
+  // Row of each id in this table, or -1 for ids another shard holds.
+  std::vector<int32_t> rows(ids.size());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    SL_ASSERT(ids[r] >= 0 && (first_row > 0 || ids[r] < V),
+              "token id " + std::to_string(ids[r]) + " outside vocab " + std::to_string(V));
+    const int64_t row = ids[r] - first_row;
+    rows[r] = row >= 0 && row < V ? static_cast<int32_t>(row) : -1;
+  }
   Tensor y = Tensor::empty({B, T, D});
-  for (int64_t r = 0; r < B * T; ++r) std::memcpy(y.data() + r * D, w.data() + ids[r] * D, D * sizeof(float));
-  std::vector<int32_t> kept(ids.begin(), ids.end());
-  return record(y, "embedding", {w}, [w, kept = std::move(kept), D](const Tensor& gy) {
+  for (int64_t r = 0; r < B * T; ++r) {
+    float* dst = y.data() + r * D;
+    if (rows[r] < 0) std::fill(dst, dst + D, 0.0f);
+    else std::memcpy(dst, w.data() + rows[r] * D, D * sizeof(float));
+  }
+  return record(y, "embedding", {w}, [w, rows = std::move(rows), D](const Tensor& gy) {
     Tensor gw = Tensor::zeros(w.shape());
     const float* g = gy.data();
     float* o = gw.data();
-    for (size_t r = 0; r < kept.size(); ++r) {  // serial: repeated ids must sum in a fixed order
+    for (size_t r = 0; r < rows.size(); ++r) {  // serial: repeated ids must sum in a fixed order
+      if (rows[r] < 0) continue;
 #pragma omp simd
-      for (int64_t j = 0; j < D; ++j) o[kept[r] * D + j] += g[r * D + j];
+      for (int64_t j = 0; j < D; ++j) o[rows[r] * D + j] += g[r * D + j];
     }
     return std::vector<Tensor>{gw};
   });

@@ -50,7 +50,10 @@ class FullyShardedDataParallel : public DataParallel {
   void release(Unit& u);
   void on_grad_ready(Unit& u, bool is_root);
   void launch_reduce(Unit& u);
-  Tensor wrap_block(size_t unit, const Tensor& x, const std::function<Tensor(const Tensor&)>& run);
+  // A block's forward hooks: gather its parameters (prefetch the next block's) before it
+  // runs; release them after, and gather them again when its gradient arrives.
+  Tensor before_block(size_t unit, const Tensor& x);
+  Tensor after_block(size_t unit, const Tensor& y);
 
   nn::Transformer& model_;
   DataAxes axes_;
@@ -61,22 +64,20 @@ class FullyShardedDataParallel : public DataParallel {
   bool reshard_after_forward_;
 };
 
-// Unit 0, the root: every parameter outside the blocks; unit 1 + l: block l. Names are
-// the whole model's.
+// Unit 1 + l: the parameters of block module l; unit 0, the root: every other parameter.
+// Units are taken from the modules, names from the whole model.
 std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
-  std::vector<FlatLayout::Param> root;
+  std::map<const Tensor*, size_t> unit_of;
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    for (const nn::Parameter& p : model.blocks[l]->parameters()) unit_of[p.tensor] = l + 1;
+  }
+  std::vector<std::vector<FlatLayout::Param>> params(model.blocks.size() + 1);
   for (const nn::Parameter& p : model.parameters()) {
-    if (p.name.rfind("blocks.", 0) != 0) root.push_back({p.name, *p.tensor, p.decay});
+    const auto it = unit_of.find(p.tensor);
+    params[it == unit_of.end() ? 0 : it->second].push_back({p.name, *p.tensor, p.decay});
   }
   std::vector<FlatLayout> units;
-  units.emplace_back(root, shards);
-  for (size_t l = 0; l < model.blocks.size(); ++l) {
-    std::vector<FlatLayout::Param> block;
-    for (const nn::Parameter& p : model.blocks[l]->parameters()) {
-      block.push_back({"blocks." + std::to_string(l) + "." + p.name, *p.tensor, p.decay});
-    }
-    units.emplace_back(block, shards);
-  }
+  for (const auto& unit : params) units.emplace_back(unit, shards);
   return units;
 }
 
@@ -111,9 +112,8 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
     }
   }
   for (size_t l = 0; l < model.blocks.size(); ++l) {
-    model.blocks[l]->wrapper = [this, l](const Tensor& x, const std::function<Tensor(const Tensor&)>& run) {
-      return wrap_block(l + 1, x, run);
-    };
+    model.blocks[l]->add_forward_pre_hook([this, l](const Tensor& x) { return before_block(l + 1, x); });
+    model.blocks[l]->add_forward_hook([this, l](const Tensor& y) { return after_block(l + 1, y); });
   }
   std::vector<const FlatLayout*> groups;
   for (auto& u : units_) groups.push_back(&u->layout);
@@ -121,7 +121,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
 }
 
 FullyShardedDataParallel::~FullyShardedDataParallel() {
-  for (auto& block : model_.blocks) block->wrapper = nullptr;
+  for (auto& block : model_.blocks) block->clear_forward_hooks();
 }
 
 void FullyShardedDataParallel::start_gather(Unit& u) {
@@ -149,11 +149,14 @@ void FullyShardedDataParallel::release(Unit& u) {
   u.bound = false;
 }
 
-Tensor FullyShardedDataParallel::wrap_block(size_t i, const Tensor& x, const std::function<Tensor(const Tensor&)>& run) {
-  Unit& u = *units_[i];
-  ensure_gathered(u);
+Tensor FullyShardedDataParallel::before_block(size_t i, const Tensor& x) {
+  ensure_gathered(*units_[i]);
   if (i + 1 < units_.size()) start_gather(*units_[i + 1]);  // prefetch the next block
-  Tensor y = run(x);
+  return x;
+}
+
+Tensor FullyShardedDataParallel::after_block(size_t i, const Tensor& y) {
+  Unit& u = *units_[i];
   // Reshard after forward (gathered again when the gradient arrives) unless told to keep
   // the parameters; without a backward to come they are never kept.
   if (reshard_after_forward_ || !grad_enabled()) release(u);
