@@ -33,6 +33,16 @@ using SquaredNormReduce = std::function<double(double local_sum_of_squares)>;
 // as zero. max_norm <= 0 only measures the norm.
 double clip_grad_norm(const NamedTensors& params, double max_norm, const SquaredNormReduce& reduce = {});
 
+// The same over raw gradient memory, as a sharded strategy holds it (flat slices of
+// several parameters). A span that another rank also holds, and counts, is passed with
+// counted = false: it is scaled but adds nothing to this rank's sum, so that `reduce`
+// (a sum over ranks) counts every gradient element once.
+struct GradSpan {
+  std::span<float> grad;
+  bool counted = true;
+};
+double clip_grad_norm(const std::vector<GradSpan>& grads, double max_norm, const SquaredNormReduce& reduce = {});
+
 // Calls microbatch(i, 1 / k) for i = 0 .. k-1 and returns the mean of the losses it
 // returns. Throws UserError when k < 1.
 double accumulate_gradients(int k, const std::function<double(int index, float loss_scale)>& microbatch);

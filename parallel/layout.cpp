@@ -1,5 +1,7 @@
 #include "parallel/layout.h"
 
+#include <algorithm>
+
 #include "framework/error.h"
 
 namespace shardlab::parallel {
@@ -29,6 +31,11 @@ void check_tensor(const nn::ModelConfig& m, int t) {
 Layout Layout::from_spec(const std::string& spec) { return from_axes(parse_mesh_spec(spec)); }
 
 Layout Layout::from_axes(std::vector<AxisSpec> axes) {
+  // Every layout has data ranks, one at least: "tensor=2" means "data=1,tensor=2".
+  const bool has_data = std::any_of(axes.begin(), axes.end(), [](const AxisSpec& a) {
+    return a.name == "data" || a.name == "fsdp";
+  });
+  if (!has_data) axes.insert(axes.begin(), {"data", 1});
   Layout l;
   for (const AxisSpec& a : axes) {
     if (a.name == "data") l.data = a.size;

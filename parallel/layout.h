@@ -31,7 +31,8 @@ struct Layout {
   std::vector<AxisSpec> axes;  // as given, outermost first
   int data = 1, fsdp = 1, pipe = 1, expert = 1, tensor = 1;
 
-  // Parses "data=2,tensor=2" (parse_mesh_spec); axes not named have size 1.
+  // Parses "data=2,tensor=2" (parse_mesh_spec); axes not named have size 1, and a layout
+  // without a data or fsdp axis gets data=1 in front.
   static Layout from_spec(const std::string& spec);
   static Layout from_axes(std::vector<AxisSpec> axes);
 

@@ -2,13 +2,18 @@
 
 #include "framework/error.h"
 #include "parallel/fsdp/fsdp.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 namespace shardlab::parallel {
 
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
-  // Tensor, pipeline and expert parallelism come first as they land; FSDP/DP last.
-  if (config.data.zero == 3) return make_fsdp(model, mesh, config.data);
-  return make_bucketed_data_parallel(model, mesh, config.data);
+  DataParallelConfig data = config.data;
+  if (mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1) {
+    data.model_shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed);
+  }
+  // Pipeline and expert parallelism come here as they land; FSDP/DP last.
+  if (data.zero == 3) return make_fsdp(model, mesh, data);
+  return make_bucketed_data_parallel(model, mesh, data);
 }
 
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, int microbatches) {

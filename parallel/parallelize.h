@@ -35,6 +35,10 @@ struct ParallelConfig {
   DataParallelConfig data;  // ZeRO stage, buckets, optimizer, seed
 };
 
+// Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h) when the
+// mesh has a tensor axis, then data and fsdp (data_parallel/, fsdp/). Layout::validate
+// has checked the model and batch against the axes on every rank beforehand.
+
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
 // The collectives parallelize(model, mesh, config)'s strategies issue in one training

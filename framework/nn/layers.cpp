@@ -13,19 +13,20 @@ Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out,
 
 Tensor Linear::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
-    if (!reduce_partial) return rematerialised_linear(*this, in, bias);
-    Tensor y = reduce_partial(rematerialised_linear(*this, in, Tensor()));
+    const Tensor w = weight_hook ? weight_hook(weight) : weight;
+    if (!reduce_partial) return rematerialised_linear(*this, in, w, bias);
+    Tensor y = reduce_partial(rematerialised_linear(*this, in, w, Tensor()));
     return bias.defined() ? ops::add(y, bias) : y;
   });
 }
 
-Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim) {
+Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab_, int64_t dim) : vocab(vocab_) {
   parent.add_child_module(*this, name);
   add_parameter(weight, "weight", {vocab, dim}, {Init::Normal, 0.02f}, true);
 }
 
 Tensor Embedding::operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const {
-  return post_hooked(ops::embedding(weight, ids, B, T, first_row));
+  return post_hooked(ops::embedding(weight, ids, B, T, first_row, vocab));
 }
 
 Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, float eps_) : kind(kind_), eps(eps_) {

@@ -19,15 +19,20 @@ class Linear : public Module {
   // row-parallel layout (parallel/tensor) sums its shards' partial products here, so the
   // bias is added once.
   Hook reduce_partial;
+  // Maps the weight before each use (as torch.nn.utils.parametrize does); unset, the
+  // weight is used as is. Tensor parallelism with kv heads shared by several ranks sums
+  // those heads' weight gradients over the sharing ranks here.
+  Hook weight_hook;
 };
 
-// Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V) of
-// the full table and gets zeros for ids outside them (ops::embedding).
+// Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V/t)
+// of the `vocab` rows and gets zeros for ids outside them (ops::embedding).
 class Embedding : public Module {
  public:
   Embedding(Module& parent, const std::string& name, int64_t vocab, int64_t dim);
   Tensor operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const;
   Tensor weight;
+  int64_t vocab;
   int64_t first_row = 0;
 };
 

@@ -91,6 +91,17 @@ void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t 
   }
 }
 
+void initialize_unallocated(Module& model, uint64_t seed) {
+  for (const Parameter& p : model.parameters()) {
+    if (p.tensor->has_storage()) continue;
+    {
+      MemoryScope scope(MemoryCategory::Parameters);
+      p.tensor->share_storage(std::make_shared<Storage>(p.tensor->numel()), 0);
+    }
+    initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
+  }
+}
+
 void initialize(Module& model, uint64_t seed) {
   for (const Parameter& p : model.parameters()) {
     if (!p.tensor->has_storage()) {

@@ -79,6 +79,10 @@ class Module {
 // has no storage (deferred, see below) is allocated first.
 void initialize(Module& model, uint64_t seed);
 
+// Allocates and fills only the parameters that have no storage yet (deferred ones),
+// leaving the others -- a strategy's shards, say -- as they are.
+void initialize_unallocated(Module& model, uint64_t seed);
+
 // Elements [begin, end) of p's initial values (row-major, global element indices) into
 // out[0, end - begin): how a sharded layout fills just its slice, bit-identical to the
 // same elements of initialize().

@@ -39,12 +39,12 @@ class TapeScope {
 
 }  // namespace
 
-Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& bias) {
+Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   LinearTape* tape = active_tape;
-  if (!tape || !tape->saves(layer)) return ops::linear(x, layer.weight, bias);
-  if (!tape->replaying) return tape->outputs.emplace_back(ops::linear(x, layer.weight, bias));
+  if (!tape || !tape->saves(layer)) return ops::linear(x, weight, bias);
+  if (!tape->replaying) return tape->outputs.emplace_back(ops::linear(x, weight, bias));
   SL_ASSERT(tape->next < tape->outputs.size(), "remat replay called more Linear layers than the forward did");
-  return ops::linear_with_output(x, layer.weight, bias, tape->outputs[tape->next++]);
+  return ops::linear_with_output(x, weight, bias, tape->outputs[tape->next++]);
 }
 
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,

@@ -34,8 +34,9 @@ class Linear;
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
                   Remat policy = Remat::Full, std::vector<const Linear*> saved = {});
 
-// nn::Linear's product x · W^T (+ bias, when defined): ops::linear, or inside a checkpoint
-// that saves this layer's output, that output taken back.
-Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& bias);
+// nn::Linear's product x · W^T (+ bias, when defined) with the layer's (possibly hooked)
+// weight: ops::linear, or inside a checkpoint that saves this layer's output, that output
+// taken back.
+Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 }  // namespace shardlab::nn

@@ -37,15 +37,18 @@ void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_h
 
 }  // namespace
 
-Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T, int64_t first_row) {
+Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T, int64_t first_row,
+                 int64_t vocab) {
   SL_ASSERT(w.ndim() == 2 && static_cast<int64_t>(ids.size()) == B * T,
             "embedding: table " + shape_str(w.shape()) + " with " + std::to_string(ids.size()) + " ids");
-  const int64_t V = w.dim(0), D = w.dim(1);
+  const int64_t V = w.dim(0), D = w.dim(1), full = vocab > 0 ? vocab : V;
+  SL_ASSERT(first_row >= 0 && first_row + V <= full, "embedding: rows [" + std::to_string(first_row) + ", " +
+                                                         std::to_string(first_row + V) + ") of a table of " +
+                                                         std::to_string(full));
   // Row of each id in this table, or -1 for ids another shard holds.
   std::vector<int32_t> rows(ids.size());
   for (size_t r = 0; r < ids.size(); ++r) {
-    SL_ASSERT(ids[r] >= 0 && (first_row > 0 || ids[r] < V),
-              "token id " + std::to_string(ids[r]) + " outside vocab " + std::to_string(V));
+    SL_ASSERT(ids[r] >= 0 && ids[r] < full, "token id " + std::to_string(ids[r]) + " outside vocab " + std::to_string(full));
     const int64_t row = ids[r] - first_row;
     rows[r] = row >= 0 && row < V ? static_cast<int32_t>(row) : -1;
   }

@@ -8,10 +8,11 @@
 
 namespace shardlab::ops {
 
-// y[B, T, D] = w[ids[b, t]]; w[V, D], ids has B * T entries. With first_row, w holds rows
-// [first_row, first_row + V) of a larger table (a vocab-parallel shard): ids outside that
-// slice give zero rows and no gradient.
-Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T, int64_t first_row = 0);
+// y[B, T, D] = w[ids[b, t]]; w[V, D], ids has B * T entries in [0, vocab) (vocab 0: V).
+// A vocab-parallel shard w holds rows [first_row, first_row + V) of a table of `vocab`
+// rows: ids outside that slice give zero rows and no gradient.
+Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64_t T, int64_t first_row = 0,
+                 int64_t vocab = 0);
 
 // Rotates the query and key heads of a fused qkv[B, T, (N + 2K) * H] buffer by position
 // (pos_offset + t), interleaved pairs (2i, 2i+1) at frequency theta^(-2i/H), as in

@@ -114,11 +114,12 @@ class BucketedDataParallel : public DataParallel {
   // them (size-1 axes cost nothing, not even the packing copies).
   bool pack_;
   int in_flight_ = 0;
+  ParamIO io_;
 };
 
 BucketedDataParallel::BucketedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
     : axes_(DataAxes::of(mesh)), stage_(c.zero), params_(model.parameters()), overlap_(c.overlap),
-      pack_(stage_ > 0 || axes_.all->size() > 1) {
+      pack_(stage_ > 0 || axes_.all->size() > 1), io_(c.model_shards) {
   for (FlatLayout& layout : gradient_buckets(params_, c.bucket_mb, stage_ == 0 ? 1 : axes_.shard->size())) {
     buckets_.push_back(std::make_unique<Bucket>(std::move(layout)));
   }
@@ -196,25 +197,29 @@ void BucketedDataParallel::finish_gradients() {
 }
 
 double BucketedDataParallel::clip_grad_norm(double max_norm) {
-  if (stage_ == 0) return optim::clip_grad_norm(full_->params(), max_norm);
+  std::vector<optim::GradSpan> grads;
+  if (stage_ == 0) {
+    for (const nn::Parameter& p : params_) {
+      Tensor g = p.tensor->grad();
+      if (g.defined()) io_.add_grad_spans(grads, p.name, g.span());
+    }
+  }
   // Stage 1 holds the whole averaged gradient on every rank; stage 2 only a slice of it.
-  auto grads = [this](Bucket& b) { return stage_ == 1 ? b.flat.span() : b.grad_slice.span(); };
-  double local = 0.0;
-  for (auto& b : buckets_)
-    for (float g : grads(*b)) local += static_cast<double>(g) * g;
-  if (stage_ == 2) {
-    float total = static_cast<float>(local);  // padding is zero, so slices sum to the whole
-    Tensor t = Tensor::full({1}, total);
-    blocking([&] { all_reduce(*axes_.shard, t.span()); });
-    local = t.item();
+  for (auto& bucket : buckets_) {
+    if (stage_ == 0) break;
+    Bucket& b = *bucket;
+    const auto [lo, hi] = stage_ == 1 ? std::pair<int64_t, int64_t>{0, b.layout.padded()} : b.layout.slice(axes_.shard->rank());
+    std::span<float> flat = stage_ == 1 ? b.flat.span() : b.grad_slice.span();
+    b.layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t z) {
+      io_.add_grad_spans(grads, e.name, flat.subspan(a - lo, z - a), a - e.offset);
+    });
   }
-  const double norm = std::sqrt(local);
-  if (max_norm > 0 && norm > max_norm) {
-    const float s = static_cast<float>(max_norm / (norm + 1e-6));
-    for (auto& b : buckets_)
-      for (float& g : grads(*b)) g *= s;
-  }
-  return norm;
+  const AxisGroup* sharded = stage_ == 2 ? axes_.shard : nullptr;
+  return optim::clip_grad_norm(grads, max_norm, [&](double local) {
+    double global = 0.0;
+    blocking([&] { global = io_.reduce_norm(local, sharded); });
+    return global;
+  });
 }
 
 void BucketedDataParallel::step(float lr) {
@@ -245,36 +250,44 @@ void BucketedDataParallel::zero_grad() {
   }
 }
 
+// The parameter an optimizer state tensor belongs to: "m/blocks.0.attn.wo.weight" -> its name.
+std::string param_of_state(const std::string& state) { return state.substr(state.find('/') + 1); }
+
 void BucketedDataParallel::save(CheckpointWriter* writer) {
+  const bool writes = axes_.all->rank() == 0;
   if (stage_ == 0) {
-    if (!writer) return;
-    for (const nn::Parameter& p : params_) writer->write("params/" + p.name, p.tensor->shape(), p.tensor->span());
-    for (const auto& [name, t] : full_->state_tensors()) writer->write("optim/" + name, t.shape(), t.span());
+    if (!writes) return;
+    for (const nn::Parameter& p : params_) io_.write(writer, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
+    for (const auto& [name, t] : full_->state_tensors()) {
+      io_.write(writer, "optim/" + name, param_of_state(name), t.shape(), t.span());
+    }
     return;
   }
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    if (writer) {
-      for (const FlatEntry& e : buckets_[i]->layout.entries()) writer->write("params/" + e.name, e.param.shape(), e.param.span());
+    if (writes) {
+      for (const FlatEntry& e : buckets_[i]->layout.entries()) {
+        io_.write(writer, "params/" + e.name, e.name, e.param.shape(), e.param.span());
+      }
     }
-    save_sharded(*axes_.shard, buckets_[i]->layout, sharded_->m(i).span(), "optim/m/", writer);
-    save_sharded(*axes_.shard, buckets_[i]->layout, sharded_->v(i).span(), "optim/v/", writer);
+    save_sharded(*axes_.shard, buckets_[i]->layout, sharded_->m(i).span(), "optim/m/", io_, writes, writer);
+    save_sharded(*axes_.shard, buckets_[i]->layout, sharded_->v(i).span(), "optim/v/", io_, writes, writer);
   }
 }
 
 void BucketedDataParallel::load(const CheckpointReader& reader) {
-  for (const nn::Parameter& p : params_) reader.read("params/" + p.name, p.tensor->shape(), p.tensor->span());
+  for (const nn::Parameter& p : params_) io_.read(reader, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
   if (stage_ == 0) {
     for (const auto& [name, t] : full_->state_tensors()) {
       Tensor dst = t;
-      reader.read("optim/" + name, dst.shape(), dst.span());
+      io_.read(reader, "optim/" + name, param_of_state(name), dst.shape(), dst.span());
     }
     full_->set_step_count(reader.int_attribute("optimizer_step"));
     return;
   }
   const int rank = axes_.shard->rank();
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    load_sharded(reader, buckets_[i]->layout, rank, "optim/m/", sharded_->m(i).span());
-    load_sharded(reader, buckets_[i]->layout, rank, "optim/v/", sharded_->v(i).span());
+    load_sharded(reader, buckets_[i]->layout, rank, "optim/m/", io_, sharded_->m(i).span());
+    load_sharded(reader, buckets_[i]->layout, rank, "optim/v/", io_, sharded_->v(i).span());
   }
   sharded_->set_step_count(reader.int_attribute("optimizer_step"));
 }
@@ -306,12 +319,7 @@ DataAxes DataAxes::of(const Mesh& mesh) {
 std::unique_ptr<DataParallel> make_bucketed_data_parallel(nn::Transformer& model, const Mesh& mesh,
                                                           const DataParallelConfig& config) {
   SL_ASSERT(config.zero >= 0 && config.zero <= 2, "bucketed data parallelism covers ZeRO stages 0-2");
-  for (const nn::Parameter& p : model.parameters()) {
-    if (!p.tensor->has_storage()) {
-      nn::initialize(model, config.seed);  // deferred: every rank holds the whole model
-      break;
-    }
-  }
+  nn::initialize_unallocated(model, config.seed);  // deferred: every rank holds the whole model
   return std::make_unique<BucketedDataParallel>(model, mesh, config);
 }
 

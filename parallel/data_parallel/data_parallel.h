@@ -32,6 +32,7 @@
 #include "optim/adamw.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
+#include "parallel/model_shards.h"
 
 namespace shardlab::parallel {
 
@@ -45,6 +46,9 @@ struct DataParallelConfig {
   uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
   optim::AdamWOptions adamw;
   float momentum = 0.9f;        // SGD
+  // Set by parallelize() when a model-parallel strategy split the parameters first: the
+  // checkpoint I/O and gradient norm then go through it (model_shards.h).
+  std::shared_ptr<const ModelShards> model_shards;
 };
 
 // The groups a data-parallel strategy communicates over.
@@ -72,7 +76,7 @@ class DataParallel {
   virtual void gather_full_params() {}
   virtual void release_full_params() {}
   // Collective. Writes params/<name> and optim/<kind>/<name> unsharded, gathering one
-  // group at a time; only the rank holding a writer (rank 0) writes.
+  // group at a time; only the rank holding a writer (rank 0 of the mesh) writes.
   virtual void save(CheckpointWriter* writer) = 0;
   // Each rank reads only what it owns.
   virtual void load(const CheckpointReader& reader) = 0;

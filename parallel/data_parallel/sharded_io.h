@@ -1,23 +1,61 @@
-// Checkpoint I/O of flat groups whose slices are spread over a shard group.
+// Checkpoint I/O for data-parallel strategies: every tensor a checkpoint stores is
+// unsharded, whatever the layout.
 //
-// Saving gathers one group at a time (never the whole model on one rank) and the rank
-// holding the writer writes every parameter of it unsharded under prefix + name; loading
-// reads, on every rank, only the elements of its own slice.
+// ParamIO writes and reads one parameter-shaped tensor (a parameter or its optimizer
+// state): straight through, or -- under model parallelism -- through ModelShards, which
+// assembles the global tensor from the model-parallel group and reads back this rank's
+// part. save_sharded / load_sharded do the same for flat groups whose slices are spread
+// over a shard group: saving gathers one group at a time (never the whole model on one
+// rank); loading reads, on every rank, only the elements of its own slice.
+//
+// Who writes: every rank whose data rank is 0 calls the writes, in the same order (one
+// such rank per model-parallel coordinate); only the one holding the writer writes.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 
 #include "framework/checkpoint.h"
-#include "parallel/data_parallel/flat_layout.h"
+#include "optim/clip.h"
 #include "parallel/comm/mesh.h"
+#include "parallel/data_parallel/flat_layout.h"
+#include "parallel/model_shards.h"
 
 namespace shardlab::parallel {
 
-// `slice` is this rank's slice of a flat buffer laid out by `layout`. Collective over `shard`.
+class ParamIO {
+ public:
+  explicit ParamIO(std::shared_ptr<const ModelShards> shards = nullptr) : shards_(std::move(shards)) {}
+
+  // Collective over the model-parallel group, if any. `shape` is the local one.
+  void write(CheckpointWriter* writer, const std::string& key, const std::string& param, const Shape& shape,
+             std::span<const float> data) const;
+  void read(const CheckpointReader& reader, const std::string& key, const std::string& param, const Shape& shape,
+            std::span<float> out) const;
+  // Elements [offset, offset + out.size()) of the local tensor.
+  void read_range(const CheckpointReader& reader, const std::string& key, const std::string& param,
+                  const Shape& shape, int64_t offset, std::span<float> out) const;
+
+  // Appends `grad`, elements [offset, offset + grad.size()) of parameter `param`'s local
+  // gradient, as the spans optim::clip_grad_norm scales, each marked with whether this
+  // rank counts it in the norm (ModelShards::norm_ranges; all of it without one).
+  void add_grad_spans(std::vector<optim::GradSpan>& out, const std::string& param, std::span<float> grad,
+                      int64_t offset = 0) const;
+  // The global sum of squares from this rank's counted part: summed over `data_shard`
+  // (where gradients are sharded; nullptr where they are replicated) and over the
+  // model-parallel group.
+  double reduce_norm(double local, const AxisGroup* data_shard) const;
+
+ private:
+  std::shared_ptr<const ModelShards> shards_;
+};
+
+// `slice` is this rank's slice of a flat buffer laid out by `layout`. Collective over
+// `shard`; `writes` on the ranks whose data rank is 0.
 void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<const float> slice,
-                  const std::string& prefix, CheckpointWriter* writer);
+                  const std::string& prefix, const ParamIO& io, bool writes, CheckpointWriter* writer);
 void load_sharded(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const std::string& prefix,
-                  std::span<float> slice);
+                  const ParamIO& io, std::span<float> slice);
 
 }  // namespace shardlab::parallel

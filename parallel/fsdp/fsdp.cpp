@@ -7,6 +7,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "optim/clip.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/data_parallel/sharded_adamw.h"
@@ -62,6 +63,7 @@ class FullyShardedDataParallel : public DataParallel {
   bool sync_ = true;
   bool hold_full_ = false;
   bool reshard_after_forward_;
+  ParamIO io_;
 };
 
 // Unit 1 + l: the parameters of block module l; unit 0, the root: every other parameter.
@@ -83,7 +85,8 @@ std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
-    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward) {
+    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
+      io_(config.model_shards) {
   const int rank = axes_.shard->rank();
   for (FlatLayout& layout : fsdp_units(model, axes_.shard->size())) units_.push_back(std::make_unique<Unit>(std::move(layout)));
   // Each rank's slice comes from the model's values or, for a deferred model, straight
@@ -210,18 +213,19 @@ void FullyShardedDataParallel::finish_gradients() {
 }
 
 double FullyShardedDataParallel::clip_grad_norm(double max_norm) {
-  double local = 0.0;
-  for (auto& u : units_)
-    for (float g : u->grad_slice.span()) local += static_cast<double>(g) * g;
-  Tensor t = Tensor::full({1}, static_cast<float>(local));  // padding is zero: slices add up
-  blocking([&] { all_reduce(*axes_.shard, t.span()); });
-  const double norm = std::sqrt(static_cast<double>(t.item()));
-  if (max_norm > 0 && norm > max_norm) {
-    const float s = static_cast<float>(max_norm / (norm + 1e-6));
-    for (auto& u : units_)
-      for (float& g : u->grad_slice.span()) g *= s;
+  std::vector<optim::GradSpan> grads;
+  const int rank = axes_.shard->rank();
+  for (auto& u : units_) {
+    const auto [lo, hi] = u->layout.slice(rank);
+    u->layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
+      io_.add_grad_spans(grads, e.name, u->grad_slice.span().subspan(a - lo, b - a), a - e.offset);
+    });
   }
-  return norm;
+  return optim::clip_grad_norm(grads, max_norm, [&](double local) {
+    double global = 0.0;
+    blocking([&] { global = io_.reduce_norm(local, axes_.shard); });
+    return global;
+  });
 }
 
 void FullyShardedDataParallel::step(float lr) {
@@ -250,19 +254,20 @@ void FullyShardedDataParallel::release_full_params() {
 }
 
 void FullyShardedDataParallel::save(CheckpointWriter* writer) {
+  const bool writes = axes_.all->rank() == 0;
   for (size_t i = 0; i < units_.size(); ++i) {
-    save_sharded(*axes_.shard, units_[i]->layout, units_[i]->shard.span(), "params/", writer);
-    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->m(i).span(), "optim/m/", writer);
-    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->v(i).span(), "optim/v/", writer);
+    save_sharded(*axes_.shard, units_[i]->layout, units_[i]->shard.span(), "params/", io_, writes, writer);
+    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->m(i).span(), "optim/m/", io_, writes, writer);
+    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->v(i).span(), "optim/v/", io_, writes, writer);
   }
 }
 
 void FullyShardedDataParallel::load(const CheckpointReader& reader) {
   const int rank = axes_.shard->rank();
   for (size_t i = 0; i < units_.size(); ++i) {
-    load_sharded(reader, units_[i]->layout, rank, "params/", units_[i]->shard.span());
-    load_sharded(reader, units_[i]->layout, rank, "optim/m/", optimizer_->m(i).span());
-    load_sharded(reader, units_[i]->layout, rank, "optim/v/", optimizer_->v(i).span());
+    load_sharded(reader, units_[i]->layout, rank, "params/", io_, units_[i]->shard.span());
+    load_sharded(reader, units_[i]->layout, rank, "optim/m/", io_, optimizer_->m(i).span());
+    load_sharded(reader, units_[i]->layout, rank, "optim/v/", io_, optimizer_->v(i).span());
   }
   optimizer_->set_step_count(reader.int_attribute("optimizer_step"));
 }

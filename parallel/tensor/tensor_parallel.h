@@ -1,0 +1,104 @@
+// Tensor parallelism (Megatron-LM; the book's training chapter): attention heads, MLP
+// hidden units and the vocabulary split over the `tensor` axis, applied to a model from
+// outside through its module hooks. Per block, t = tensor size, x[B, T, D]:
+//
+//   attention  f: identity forward, all_reduce of dx backward      (Megatron f)
+//              wqkv column-parallel by head: N/t query heads and their kv heads
+//              wo row-parallel: all_reduce of the partial x·Wo^T, then the bias (g)
+//   MLP        f; fc (GELU) or gate and up (SwiGLU) column-parallel; fc2 or down
+//              row-parallel, g
+//   => forward: two all_reduces of B*T*D floats per block; backward: two more (the f's)
+//
+//   embedding  vocab-parallel: rank r holds rows [r V/t, (r+1) V/t), ids elsewhere give
+//              zeros, then an all_reduce of B*T*D
+//   head       f after the final norm; logits [B*T, V/t] per rank (GPT's tied wte works
+//              as is: its head uses the same vocab rows)
+//   loss       vocab-parallel cross-entropy: full logits are never gathered
+//              (vocab_parallel.h)
+//
+// Grouped-query attention with K kv heads: when t divides K each rank keeps K/t of them;
+// when K divides t (K < t) each rank keeps the one kv head its N/t query heads use, and
+// the t/K ranks sharing a kv head sum their partial gradients of its wqkv rows (one
+// all_reduce of 2*K*H*D floats over tensor per layer in backward), so the copies agree.
+// Layout::validate refuses every other case, and t not dividing N, d_ff or V.
+//
+// Initial weights: each rank fills its shard from the initialisers with the global
+// element indices, so every layout starts from the model one process builds.
+//
+//   const AxisGroup& tp = mesh.axis("tensor");
+//   auto shards = apply_tensor_parallel(model, tp, seed);   // before any other strategy
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "framework/nn/transformer.h"
+#include "parallel/model_shards.h"
+
+namespace shardlab::parallel {
+
+// How a parameter is split: a rank holds, along `dim`, the concatenation of the global
+// index ranges `ranges` (three for the fused wqkv: its Q, K and V heads).
+struct TensorShard {
+  Shape global;
+  int dim = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end) along dim
+
+  Shape local() const;
+  // Calls fn(local_offset, global_offset, count) for each contiguous run of elements,
+  // offsets into the row-major local and global tensors.
+  template <typename Fn>
+  void for_each_run(Fn fn) const;
+};
+
+// The shard of every split parameter of a model with `config` for rank `rank` of a
+// tensor axis of size `t`, by parameter name; parameters not listed are replicated.
+std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& config, int t, int rank);
+
+// What apply_tensor_parallel leaves behind: the shards of every rank, for checkpoints
+// and the gradient norm (ModelShards).
+class TensorParallel : public ModelShards {
+ public:
+  TensorParallel(nn::Transformer& model, const AxisGroup& tensor);
+
+  const AxisGroup& group() const override { return tensor_; }
+  std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
+  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+             std::span<const float> data) const override;
+  void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
+            std::span<float> out) const override;
+
+ private:
+  bool replicated(const std::string& name) const { return !shards_[0].contains(name); }
+
+  const AxisGroup& tensor_;
+  int64_t kv_share_;  // tensor ranks that hold each kv head: t / K when K < t, else 1
+  std::map<std::string, Shape> global_shapes_;                  // every parameter
+  std::vector<std::map<std::string, TensorShard>> shards_;      // per tensor rank
+};
+
+// Shards `model`'s parameters over `tensor` in place and installs the hooks above.
+// Deferred parameters (nn::DeferParameters) are allocated as shards and filled from
+// `seed`; allocated ones are cut from their values. Replicated parameters are left as
+// they are. Call before the data-parallel strategy is built.
+std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed);
+
+template <typename Fn>
+void TensorShard::for_each_run(Fn fn) const {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= global[d];
+  for (size_t d = dim + 1; d < global.size(); ++d) inner *= global[d];
+  const Shape l = local();
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t along = 0;  // local index along dim
+    for (const auto& [begin, end] : ranges) {
+      fn((o * l[dim] + along) * inner, (o * global[dim] + begin) * inner, (end - begin) * inner);
+      along += end - begin;
+    }
+  }
+}
+
+}  // namespace shardlab::parallel
