@@ -17,12 +17,12 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "examples/support/training_state.h"
-#include "framework/ops.h"
 #include "optim/schedule.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/link_emulation.h"
+#include "parallel/train_step.h"
 
 using namespace shardlab;
 using Clock = std::chrono::steady_clock;
@@ -70,23 +70,14 @@ int train(int argc, char** argv) {
     const auto t0 = Clock::now();
     const double comm0 = dp->exposed_comm_seconds();
     const data::Batch batch = loader.next();  // this rank's rows of the global batch
-    float loss = 0;
-    for (int i = 0; i < run.grad_accum; ++i) {
-      parallel::ComputeSpan span(mesh.context().trace, "forward+backward");  // a lane in --trace
-      dp->begin_microbatch(i, run.grad_accum);  // gradients sync only in the last backward
-      const data::Batch micro = batch.microbatch(i, run.grad_accum);
-      Tensor l = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
-      ops::scale(l, 1.0f / run.grad_accum).backward();
-      loss += l.item() / run.grad_accum;
-    }
-    dp->finish_gradients();
-    const double grad_norm = dp->clip_grad_norm(run.grad_clip);
     const float lr = schedule.lr(step);
-    dp->step(lr);
-    dp->zero_grad();
+    // forward, backward (gradients sync in the last microbatch), finish, clip, step
+    const parallel::StepResult r =
+        parallel::train_step(model, *dp, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace);
+    float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
-    report.step(state.step, loss / axes.all->size(), lr, grad_norm, seconds_since(t0),
+    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds_since(t0),
                 dp->exposed_comm_seconds() - comm0, metrics);
 
     const bool last = state.step == run.steps;

@@ -24,6 +24,7 @@
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/parallelize.h"
+#include "parallel/train_step.h"
 #include "tests/data_parallel_util.h"
 
 using namespace shardlab;
@@ -98,19 +99,9 @@ Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool res
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
   for (int s = 0; s < kSteps; ++s) {
-    data::Batch batch = loader.next();
-    double loss = 0;
-    for (int i = 0; i < accum; ++i) {
-      dp->begin_microbatch(i, accum);
-      data::Batch m = batch.microbatch(i, accum);
-      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
-      ops::scale(l, 1.0f / accum).backward();
-      loss += l.item() / accum;
-    }
-    dp->finish_gradients();
-    r.grad_norms.push_back(dp->clip_grad_norm(1.0));
-    dp->step(kLr);
-    dp->zero_grad();
+    const StepResult step = train_step(model, *dp, loader.next(), accum, kLr, 1.0);
+    r.grad_norms.push_back(step.grad_norm);
+    double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
     r.losses.push_back(loss / axes.all->size());
   }

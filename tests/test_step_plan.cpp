@@ -12,10 +12,10 @@
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 #include "framework/memory.h"
-#include "framework/ops.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/parallelize.h"
+#include "parallel/train_step.h"
 #include "parallel/comm/step_plan.h"
 #include "tests/data_parallel_util.h"
 #include "tests/user_error.h"
@@ -38,15 +38,7 @@ std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& con
   const data::Batch batch = loader.next();
   mesh.context().trace.clear();
   mesh.context().trace.set_recording(true);
-  for (int i = 0; i < microbatches; ++i) {
-    dp->begin_microbatch(i, microbatches);
-    const data::Batch m = batch.microbatch(i, microbatches);
-    ops::scale(model->loss(m.inputs, m.targets, m.rows, m.seq_len), 1.0f / microbatches).backward();
-  }
-  dp->finish_gradients();
-  dp->clip_grad_norm(1.0);
-  dp->step(1e-3f);
-  dp->zero_grad();
+  train_step(*model, *dp, batch, microbatches, 1e-3f, 1.0);
   mesh.context().trace.set_recording(false);
   std::vector<CommRecord> events = mesh.context().trace.events();
   std::stable_sort(events.begin(), events.end(), [](const CommRecord& a, const CommRecord& b) { return a.start < b.start; });

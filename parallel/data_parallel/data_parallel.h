@@ -48,7 +48,7 @@ struct DataParallelConfig {
   float momentum = 0.9f;        // SGD
   // Set by parallelize() when a model-parallel strategy split the parameters first: the
   // checkpoint I/O and gradient norm then go through it (model_shards.h).
-  std::shared_ptr<const ModelShards> model_shards;
+  std::shared_ptr<const ModelShards> model_shards = nullptr;
 };
 
 // The groups a data-parallel strategy communicates over.

@@ -1,0 +1,28 @@
+#include "parallel/train_step.h"
+
+#include <optional>
+
+#include "framework/ops.h"
+
+namespace shardlab::parallel {
+
+StepResult train_step(nn::Transformer& model, DataParallel& strategy, const data::Batch& batch, int microbatches,
+                      float lr, double max_norm, CommTrace* trace) {
+  StepResult result;
+  for (int i = 0; i < microbatches; ++i) {
+    std::optional<ComputeSpan> span;
+    if (trace) span.emplace(*trace, "forward+backward");
+    strategy.begin_microbatch(i, microbatches);  // gradients sync only in the last backward
+    const data::Batch micro = batch.microbatch(i, microbatches);
+    Tensor loss = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
+    ops::scale(loss, 1.0f / static_cast<float>(microbatches)).backward();
+    result.loss += loss.item() / microbatches;
+  }
+  strategy.finish_gradients();
+  result.grad_norm = strategy.clip_grad_norm(max_norm);
+  strategy.step(lr);
+  strategy.zero_grad();
+  return result;
+}
+
+}  // namespace shardlab::parallel
