@@ -1,0 +1,289 @@
+// Tensor parallelism against the single-process run: same seed, same global batch, the
+// same loss and pre-clip gradient norm step by step on every rank, and every parameter
+// shard equal to the same elements of the single process's parameters; for GPT and LLaMA
+// (grouped-query attention, including fewer kv heads than tensor ranks), alone and with
+// DP / ZeRO-1/2/3, remat and gradient accumulation. Also: the collectives per block, the
+// vocab-parallel loss and embedding against the unsharded ops, and the layout errors.
+//
+// Tolerance: as in test_data_parallel.cpp the layouts differ only in fp32 summation order
+// (the row-parallel all_reduce sums partial products, the vocab-parallel loss sums its
+// exponentials per slice); 1e-4 relative on losses and norms over 10 steps, 2e-4 absolute
+// on parameters of size ~0.02-1.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "framework/data/arithmetic.h"
+#include "framework/data/dataset.h"
+#include "framework/ops.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/diff_collectives.h"
+#include "parallel/layout.h"
+#include "parallel/parallelize.h"
+#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/vocab_parallel.h"
+#include "parallel/train_step.h"
+#include "tests/mpi_test_util.h"
+#include "tests/user_error.h"
+
+using namespace shardlab;
+using namespace shardlab::parallel;
+using shardlab::testing::user_error_of;
+using shardlab::testing::world_size;
+
+namespace {
+
+constexpr int kSteps = 10;
+constexpr int64_t kBatch = 8, kSeq = 16;
+constexpr float kLr = 3e-3f;
+constexpr uint64_t kSeed = 11;
+
+// gpt-tiny and llama-tiny with 4 heads, so that tensor=4 divides them; LLaMA keeps K = 2.
+nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None) {
+  nn::ModelConfig c = nn::ModelConfig::preset(arch == nn::Arch::Gpt ? "gpt-tiny" : "llama-tiny");
+  c.n_heads = 4;
+  if (arch == nn::Arch::Gpt) c.n_kv_heads = 4;
+  c.remat = remat;
+  return c;
+}
+
+std::shared_ptr<const data::Dataset> dataset() {
+  static data::ArithmeticTask task({.digits = 2, .seed = 5});
+  return task.train();
+}
+
+struct Run {
+  std::vector<double> losses, grad_norms;
+  std::map<std::string, std::vector<float>> params;  // this rank's (shards, under TP)
+};
+
+std::map<std::string, std::vector<float>> snapshot(nn::Module& m) {
+  std::map<std::string, std::vector<float>> out;
+  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
+  return out;
+}
+
+Run reference(const nn::ModelConfig& c, int accum) {
+  nn::Transformer model(c);
+  nn::initialize(model, kSeed);
+  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+  data::BatchLoader loader(dataset(), kBatch, kSeq);
+  Run r;
+  for (int s = 0; s < kSteps; ++s) {
+    data::Batch batch = loader.next();
+    r.losses.push_back(optim::accumulate_gradients(accum, [&](int i, float scale) {
+      data::Batch m = batch.microbatch(i, accum);
+      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
+      ops::scale(l, scale).backward();
+      return static_cast<double>(l.item());
+    }));
+    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
+    opt.step(kLr);
+    opt.zero_grad();
+  }
+  r.params = snapshot(model);
+  return r;
+}
+
+Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum) {
+  const auto model = [&] {
+    nn::DeferParameters defer;
+    return std::make_unique<nn::Transformer>(c);
+  }();
+  auto strategy = parallelize(*model, mesh, {.data = {.zero = zero, .bucket_mb = 0.01, .seed = kSeed,
+                                                      .adamw = {.weight_decay = 0.1f}}});
+  const DataAxes axes = DataAxes::of(mesh);
+  data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+  Run r;
+  for (int s = 0; s < kSteps; ++s) {
+    const StepResult step = train_step(*model, *strategy, loader.next(), accum, kLr, 1.0);
+    r.grad_norms.push_back(step.grad_norm);
+    double loss = step.loss;
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
+    r.losses.push_back(loss / axes.all->size());
+  }
+  strategy->gather_full_params();
+  r.params = snapshot(*model);
+  strategy->release_full_params();
+  return r;
+}
+
+// This rank's shard of the single process's parameter `name` (the whole of it when replicated).
+std::vector<float> shard_of(const std::map<std::string, TensorShard>& shards, const std::string& name,
+                            const std::vector<float>& full) {
+  const auto it = shards.find(name);
+  if (it == shards.end()) return full;
+  int64_t n = 1;
+  for (int64_t d : it->second.local()) n *= d;
+  std::vector<float> out(n);
+  it->second.for_each_run([&](int64_t lo, int64_t go, int64_t count) {
+    std::copy_n(full.begin() + go, count, out.begin() + lo);
+  });
+  return out;
+}
+
+void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, const Run& got) {
+  for (int s = 0; s < kSteps; ++s) {
+    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 1e-4 * std::abs(ref.losses[s]),
+                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
+    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
+                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
+  }
+  const auto shards = tensor_shards(c, mesh.axis_size("tensor"), mesh.coord("tensor"));
+  double worst = 0;
+  for (const auto& [name, values] : ref.params) {
+    const std::vector<float> expect = shard_of(shards, name, values);
+    const std::vector<float>& mine = got.params.at(name);
+    REQUIRE_MESSAGE(mine.size() == expect.size(), name << ": shard of " << mine.size() << " elements, expected "
+                                                      << expect.size());
+    for (size_t i = 0; i < expect.size(); ++i) worst = std::max(worst, double(std::abs(mine[i] - expect[i])));
+  }
+  CHECK_MESSAGE(worst <= 2e-4, "largest parameter difference " << worst);
+  // Parameters every rank holds whole agree bit for bit with rank 0's copy.
+  for (const auto& [name, values] : got.params) {
+    if (shards.contains(name)) continue;
+    std::vector<float> root = values;
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    CHECK_MESSAGE(root == values, name << " differs from rank 0's copy");
+  }
+}
+
+// The tensor-parallel layouts of this job, with the ZeRO stages each is run with.
+std::vector<std::pair<std::string, std::vector<int>>> layouts() {
+  const int n = world_size();
+  if (n == 2) return {{"data=1,tensor=2", {0, 3}}};
+  if (n == 4) return {{"data=1,tensor=4", {0}}, {"data=2,tensor=2", {0, 1, 2, 3}}, {"fsdp=2,tensor=2", {3}}};
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallelism trains exactly like the single process") {
+  for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+    for (auto [remat, accum] : {std::pair{nn::Remat::None, 1}, std::pair{nn::Remat::Full, 2},
+                                std::pair{nn::Remat::SaveMatmulOutputs, 1}}) {
+      const nn::ModelConfig c = model_config(arch, remat);
+      const Run ref = reference(c, accum);
+      for (const auto& [spec, stages] : layouts()) {
+        Mesh mesh(MPI_COMM_WORLD, spec);
+        for (int zero : stages) {
+          CAPTURE(spec);
+          CAPTURE(zero);
+          CAPTURE(accum);
+          CAPTURE(nn::arch_name(arch));
+          CAPTURE(nn::remat_name(remat));
+          check_equal(mesh, c, ref, distributed(mesh, c, zero, accum));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("per block: two all_reduces of B*T*D floats forward and two backward over tensor") {
+  const int n = world_size();
+  if (n == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+    const nn::ModelConfig c = model_config(arch);
+    if (c.n_heads % n != 0) continue;
+    nn::Transformer model(c);
+    nn::initialize(model, kSeed);
+    DataParallelConfig config;
+    config.seed = kSeed;
+    auto strategy = parallelize(model, mesh, {.data = config});
+    data::BatchLoader loader(dataset(), kBatch, kSeq);
+    const data::Batch b = loader.next();
+    mesh.context().trace.clear();
+    mesh.context().trace.set_recording(true);
+    strategy->begin_microbatch(0, 1);
+    model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
+    mesh.context().trace.set_recording(false);
+    const int64_t activation_bytes = kBatch * kSeq * c.d_model * 4;
+    std::map<CollectiveOp, int> activations, other;
+    for (const CommRecord& r : mesh.context().trace.events()) {
+      REQUIRE(r.group == "tensor");
+      (r.bytes == activation_bytes ? activations : other)[r.op]++;
+    }
+    CAPTURE(nn::arch_name(arch));
+    // 2 per block each way, plus the embedding's g forward and the head's f backward.
+    CHECK(activations[CollectiveOp::kAllReduce] == 4 * c.n_layers + 2);
+    CHECK(activations.size() == 1);
+    // The loss: one all_gather of row maxima and one all_reduce of sums and target logits;
+    // with kv heads shared by ranks, one all_reduce of their weight gradients per block.
+    CHECK(other[CollectiveOp::kAllGather] == 1);
+    CHECK(other[CollectiveOp::kAllReduce] == 1 + (c.n_kv_heads < n ? c.n_layers : 0));
+  }
+}
+
+TEST_CASE("the vocab-parallel loss and embedding equal the unsharded ones") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const int64_t R = 12, V = 8 * n, D = 5, Vl = V / n, first = tp.rank() * Vl;
+  // Same values on every rank; targets in every rank's slice, and ignored ones.
+  std::vector<float> values(R * V);
+  for (int64_t i = 0; i < R * V; ++i) values[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+  std::vector<int32_t> targets(R);
+  for (int64_t r = 0; r < R; ++r) targets[r] = r % 5 == 4 ? -1 : static_cast<int32_t>((r * 7) % V);
+
+  Tensor full = Tensor::from({R, V}, values).set_requires_grad(true);
+  Tensor ref = ops::cross_entropy(full, targets);
+  ref.backward();
+  std::vector<float> mine(R * Vl);
+  for (int64_t r = 0; r < R; ++r) std::copy_n(values.begin() + r * V + first, Vl, mine.begin() + r * Vl);
+  Tensor local = Tensor::from({R, Vl}, mine).set_requires_grad(true);
+  Tensor loss = vocab_parallel_cross_entropy(tp, local, targets, first);
+  loss.backward();
+  CHECK(loss.item() == doctest::Approx(ref.item()).epsilon(1e-6));
+  double worst = 0;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t j = 0; j < Vl; ++j)
+      worst = std::max(worst, double(std::abs(local.grad().data()[r * Vl + j] - full.grad().data()[r * V + first + j])));
+  CHECK(worst <= 1e-7);
+  // gather_vocab rebuilds the full rows.
+  CHECK(gather_vocab(tp, local.detach()).span().size() == values.size());
+  const Tensor gathered = gather_vocab(tp, local.detach());
+  CHECK(std::equal(values.begin(), values.end(), gathered.data()));
+
+  // Embedding: ids in every slice; the vocab-parallel lookup summed over ranks.
+  std::vector<float> table(V * D);
+  for (int64_t i = 0; i < V * D; ++i) table[i] = std::cos(0.11f * static_cast<float>(i));
+  std::vector<int32_t> ids(R);
+  for (int64_t r = 0; r < R; ++r) ids[r] = static_cast<int32_t>((r * 5 + 3) % V);
+  Tensor w = Tensor::from({V, D}, table).set_requires_grad(true);
+  Tensor y = ops::embedding(w, ids, 1, R);
+  ops::sum(ops::mul(y, y)).backward();
+  Tensor wl = Tensor::from({Vl, D}, std::vector<float>(table.begin() + first * D, table.begin() + (first + Vl) * D))
+                  .set_requires_grad(true);
+  Tensor yl = reduce_from_group(tp, ops::embedding(wl, ids, 1, R, first, V));
+  ops::sum(ops::mul(yl, yl)).backward();
+  CHECK(std::equal(y.span().begin(), y.span().end(), yl.span().begin()));
+  CHECK(std::equal(wl.grad().span().begin(), wl.grad().span().end(), w.grad().data() + first * D));
+}
+
+TEST_CASE("a layout the model cannot be split over is a clear error, before any collective") {
+  nn::ModelConfig c = nn::ModelConfig::preset("llama-tiny");  // N = 4, K = 2, F = 24, V = 256
+  const auto error = [&](const std::string& spec) {
+    return user_error_of([&] { Layout::from_spec(spec).validate({.model = c}); });
+  };
+  CHECK(error("tensor=3").find("tensor axis 3 does not divide the attention heads 4") != std::string::npos);
+  c.n_heads = 6;
+  c.n_kv_heads = 3;
+  c.d_model = 36;
+  CHECK(error("tensor=2").find("tensor axis 2 and the 3 kv heads must divide one another") != std::string::npos);
+  c = nn::ModelConfig::preset("llama-tiny");
+  c.d_ff = 30;
+  CHECK(error("tensor=4").find("does not divide the MLP hidden size d_ff 30") != std::string::npos);
+  c = nn::ModelConfig::preset("llama-tiny");
+  c.vocab = 258;
+  CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
+  CHECK(error("pipe=2").find("pipeline parallelism does not train yet") != std::string::npos);
+  CHECK_NOTHROW(Layout::from_spec("tensor=4").validate({.model = nn::ModelConfig::preset("llama-tiny")}));
+  CHECK(Layout::from_spec("tensor=4").describe() == "data=1,tensor=4");
+}
