@@ -41,9 +41,16 @@ struct ParallelConfig {
 
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
+// The shape of one training step: the global batch and how it is cut.
+struct StepShape {
+  int64_t batch = 1;     // sequences over all data ranks
+  int64_t seq_len = 1;
+  int microbatches = 1;
+};
+
 // The collectives parallelize(model, mesh, config)'s strategies issue in one training
-// step of `microbatches` microbatches, in issue order (step_plan.h), from the parameter
-// shapes alone: the model may be deferred and stays so.
-StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, int microbatches);
+// step, in issue order on each group (step_plan.h), from the parameter shapes alone: the
+// model may be deferred and stays so.
+StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step);
 
 }  // namespace shardlab::parallel

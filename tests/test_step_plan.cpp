@@ -64,7 +64,7 @@ TEST_CASE("every layout's plan is the collectives a real step issues, in order")
           CAPTURE(variant);
           const auto model = deferred_tiny();
           const int64_t params_before = MemoryTracker::live(MemoryCategory::Parameters);
-          const StepPlan plan = plan_step(*model, mesh, {.data = config}, microbatches);
+          const StepPlan plan = plan_step(*model, mesh, {.data = config}, {.batch = 8, .seq_len = 16, .microbatches = microbatches});
           CHECK(MemoryTracker::live(MemoryCategory::Parameters) == params_before);  // nothing allocated
           const std::vector<CommRecord> ran = run_step(mesh, config, microbatches);
           REQUIRE(ran.size() == plan.size());

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -218,6 +219,64 @@ TEST_CASE("per block: two all_reduces of B*T*D floats forward and two backward o
     // with kv heads shared by ranks, one all_reduce of their weight gradients per block.
     CHECK(other[CollectiveOp::kAllGather] == 1);
     CHECK(other[CollectiveOp::kAllReduce] == 1 + (c.n_kv_heads < n ? c.n_layers : 0));
+  }
+}
+
+TEST_CASE("the step plan lists, group by group, the collectives a tensor-parallel step issues") {
+  for (const auto& [spec, stages] : layouts()) {
+    Mesh mesh(MPI_COMM_WORLD, spec);
+    for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+      for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full}) {
+        for (int zero : stages) {
+          for (int microbatches : {1, 2}) {
+            CAPTURE(spec);
+            CAPTURE(nn::arch_name(arch));
+            CAPTURE(nn::remat_name(remat));
+            CAPTURE(zero);
+            CAPTURE(microbatches);
+            const nn::ModelConfig c = model_config(arch, remat);
+            const auto model = [&] {
+              nn::DeferParameters defer;
+              return std::make_unique<nn::Transformer>(c);
+            }();
+            DataParallelConfig config;
+            config.zero = zero;
+            config.bucket_mb = 0.01;
+            config.seed = kSeed;
+            const StepPlan plan =
+                plan_step(*model, mesh, {.data = config}, {.batch = kBatch, .seq_len = kSeq, .microbatches = microbatches});
+            auto strategy = parallelize(*model, mesh, {.data = config});
+            const DataAxes axes = DataAxes::of(mesh);
+            data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+            mesh.context().trace.clear();
+            mesh.context().trace.set_recording(true);
+            train_step(*model, *strategy, loader.next(), microbatches, kLr, 1.0);
+            mesh.context().trace.set_recording(false);
+            std::map<std::string, std::vector<PlannedCollective>> planned;
+            std::map<std::string, std::vector<CommRecord>> ran;
+            for (const PlannedCollective& p : plan) planned[p.group].push_back(p);
+            std::vector<CommRecord> events = mesh.context().trace.events();  // in completion order
+            std::stable_sort(events.begin(), events.end(), [](const CommRecord& a, const CommRecord& b) {
+              return a.start < b.start;  // in issue order
+            });
+            for (const CommRecord& r : events) ran[r.group].push_back(r);
+            for (const auto& [group, records] : ran) {
+              CAPTURE(group);
+              const std::vector<PlannedCollective>& expect = planned[group];
+              CHECK(records.size() == expect.size());
+              for (size_t i = 0; i < std::min(records.size(), expect.size()); ++i) {
+                CHECK_MESSAGE((records[i].op == expect[i].op && records[i].bytes == expect[i].bytes),
+                              "entry " << i << ": ran " << to_string(records[i].op) << " of " << records[i].bytes
+                                       << " B, planned " << to_string(expect[i].op) << " of " << expect[i].bytes
+                                       << " B (" << expect[i].what << ")");
+                if (records[i].op != expect[i].op || records[i].bytes != expect[i].bytes) break;
+              }
+            }
+            CHECK(planned.size() == ran.size());
+          }
+        }
+      }
+    }
   }
 }
 

@@ -12,7 +12,9 @@
 namespace shardlab::cli {
 
 parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
-  parallel::StepPlan plan = parallel::plan_step(model, mesh, run.parallel(), run.grad_accum);
+  parallel::StepPlan plan = parallel::plan_step(model, mesh, run.parallel(),
+                                                     {.batch = run.batch, .seq_len = run.sequence_length(),
+                                                      .microbatches = run.grad_accum});
   const std::string& all = parallel::DataAxes::of(mesh).all->name();
   parallel::add_planned(plan, mesh, {all, parallel::CollectiveOp::kAllReduce, parallel::kBytesPerFloat, "loss"});
   return plan;

@@ -35,6 +35,7 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh)
   tc.precision = cost::fp32_training();
   const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                             .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
+                            .tensor = mesh.has_axis("tensor") ? mesh.axis_size("tensor") : 1,
                             .microbatches = run.grad_accum};
   return cost::estimate_train_step(tc, layout, cost::hardware("local")).compute_seconds;
 }
@@ -57,6 +58,8 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   const double compute = calibrated ? predict_compute_seconds(run, mesh) : 0.0;
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
+  tensor_parallel_ = mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1;
+  if (comm.contains("tensor")) predicted_tensor_ = comm.at("tensor");
   predicted_step_ = calibrated ? std::max(compute, comm_total) : 0.0;
   if (!leader()) return;
   std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), model.num_parameters() / 1e6);
@@ -79,12 +82,23 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::fflush(stdout);
 }
 
+double RunReport::tensor_seconds_so_far() const {
+  for (const parallel::GroupTotals& g : mesh_.context().trace.totals()) {
+    if (g.group == "tensor") return g.measured;
+  }
+  return 0.0;
+}
+
 void RunReport::step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
                      MetricsLog& metrics) {
   if (first_step_ < 0) first_step_ = step - 1;
+  // Tensor parallelism's collectives block inside forward and backward: all exposed.
+  const double tensor_total = tensor_seconds_so_far(), tensor = tensor_total - tensor_seen_;
+  tensor_seen_ = tensor_total;
   elapsed_ += seconds;
-  compute_sum_ += seconds - exposed_comm;
+  compute_sum_ += seconds - exposed_comm - tensor;
   comm_sum_ += exposed_comm;
+  tensor_sum_ += tensor;
   ++window_;
   const double tokens_per_s = tokens_per_step_ / seconds, mfu = tokens_per_s * flops_per_token_ / peak_flops_;
   metrics.add("step", double(step));
@@ -93,6 +107,10 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("grad_norm", grad_norm);
   metrics.add("step_s", seconds);
   metrics.add("exposed_comm_s", exposed_comm);
+  if (tensor_parallel_) {
+    metrics.add("tensor_comm_s", tensor);
+    metrics.add("tensor_comm_predicted_s", predicted_tensor_);
+  }
   metrics.add("tokens_per_s", tokens_per_s);
   metrics.add("mfu", mfu);
   if (step == 1) {  // the first step has allocated everything a step needs
@@ -104,10 +122,13 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
               "exposed comm (%s) %.1f ms",
               static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, tokens_per_s,
               100.0 * mfu, 1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
+  if (tensor_parallel_) {
+    std::printf(" + comm (tensor) %.1f ms (predicted %.1f ms)", 1e3 * tensor_sum_ / window_, 1e3 * predicted_tensor_);
+  }
   if (predicted_step_ > 0) std::printf(" (predicted %.1f ms)", predicted_step_ * 1e3);
   std::printf(" | ETA %s\n", format_duration(eta).c_str());
   std::fflush(stdout);
-  compute_sum_ = comm_sum_ = 0;
+  compute_sum_ = comm_sum_ = tensor_sum_ = 0;
   window_ = 0;
 }
 

@@ -44,6 +44,7 @@ class RunReport {
 
  private:
   bool leader() const { return mesh_.rank() == 0; }
+  double tensor_seconds_so_far() const;  // measured time of the tensor axis's collectives
 
   const RunConfig& run_;
   const parallel::Mesh& mesh_;
@@ -54,7 +55,10 @@ class RunReport {
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
   double elapsed_ = 0;
   int64_t first_step_ = -1;
-  double compute_sum_ = 0, comm_sum_ = 0;
+  double compute_sum_ = 0, comm_sum_ = 0, tensor_sum_ = 0;
+  bool tensor_parallel_ = false;
+  double predicted_tensor_ = 0;    // seconds per step on the tensor axis, from the plan
+  double tensor_seen_ = 0;
   int64_t window_ = 0;
 };
 

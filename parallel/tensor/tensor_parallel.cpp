@@ -207,4 +207,35 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   return result;
 }
 
+void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c, int64_t rows,
+                               int64_t seq_len, int microbatches) {
+  const std::string tp = "tensor";
+  if (!mesh.has_axis(tp) || mesh.axis_size(tp) == 1) return;
+  const int t = mesh.axis_size(tp);
+  const int64_t activations = rows * seq_len * c.d_model * kBytesPerFloat, tokens = rows * seq_len;
+  const auto reduce = [&](int64_t bytes, const std::string& what) {
+    add_planned(plan, mesh, {tp, CollectiveOp::kAllReduce, bytes, what});
+  };
+  const auto block_forward = [&](int64_t l) {
+    reduce(activations, "attention output, block " + std::to_string(l));
+    reduce(activations, "MLP output, block " + std::to_string(l));
+  };
+  for (int m = 0; m < microbatches; ++m) {
+    reduce(activations, "embedding");
+    for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
+    add_planned(plan, mesh, {tp, CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima"});
+    reduce(2 * tokens * kBytesPerFloat, "loss sums and target logits");
+    reduce(activations, "head input gradient");
+    for (int64_t l = c.n_layers - 1; l >= 0; --l) {
+      if (c.remat != nn::Remat::None) block_forward(l);  // the recomputed forward reduces again
+      reduce(activations, "MLP input gradient, block " + std::to_string(l));
+      if (c.n_kv_heads < t) {
+        reduce(2 * c.n_kv_heads * c.head_dim() * c.d_model * kBytesPerFloat, "shared kv head gradients, block " +
+                                                                              std::to_string(l));
+      }
+      reduce(activations, "attention input gradient, block " + std::to_string(l));
+    }
+  }
+}
+
 }  // namespace shardlab::parallel

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "framework/nn/transformer.h"
+#include "parallel/comm/step_plan.h"
 #include "parallel/model_shards.h"
 
 namespace shardlab::parallel {
@@ -85,6 +86,12 @@ class TensorParallel : public ModelShards {
 // `seed`; allocated ones are cut from their values. Replicated parameters are left as
 // they are. Call before the data-parallel strategy is built.
 std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed);
+
+// Appends the collectives those hooks issue on the tensor axis in one training step of
+// `microbatches` microbatches of `rows` sequences of `seq_len` tokens each, in issue
+// order (step_plan.h); the gradient-norm all_reduce is the data-parallel strategy's.
+void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config, int64_t rows,
+                               int64_t seq_len, int microbatches);
 
 template <typename Fn>
 void TensorShard::for_each_run(Fn fn) const {
