@@ -62,7 +62,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "print this help");
   o.add_options("parallel")
-      ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2", cxxopts::value<std::string>()->default_value(r.mesh))
+      ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2 (data and fsdp: ZeRO below; tensor: Megatron tensor parallelism)", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
       ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
