@@ -77,6 +77,12 @@ void Layout::validate(const LayoutChecks& c) const {
                       " equal microbatches; choose a batch that is a multiple of " +
                       str(static_cast<int64_t>(data_ranks()) * c.microbatches));
     }
+    const int64_t micro = per_rank / c.microbatches;
+    if (c.sequence_parallel && micro % tensor != 0) {
+      throw UserError("sequence parallelism splits each microbatch's " + str(micro) + " sequences over the tensor axis " +
+                      str(tensor) + "; choose a batch that is a multiple of " +
+                      str(static_cast<int64_t>(data_ranks()) * c.microbatches * tensor));
+    }
   }
 }
 

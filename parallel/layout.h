@@ -25,6 +25,7 @@ struct LayoutChecks {
   int microbatches = 1;      // gradient-accumulation microbatches per step
   int zero = 0;              // ZeRO stage 0-3
   std::string optimizer = "adamw";
+  bool sequence_parallel = false;  // the tensor axis must divide a microbatch's sequences
 };
 
 struct Layout {

@@ -9,7 +9,7 @@ namespace shardlab::parallel {
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
   DataParallelConfig data = config.data;
   if (mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1) {
-    data.model_shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed);
+    data.model_shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
   }
   // Pipeline and expert parallelism come here as they land; FSDP/DP last.
   if (data.zero == 3) return make_fsdp(model, mesh, data);
@@ -23,7 +23,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   StepPlan plan;
   // Tensor parallelism's hooks run inside forward and backward; the data-parallel
   // collectives follow on other groups, and the gradient norm's sum over tensor last.
-  plan_tensor_parallel_step(plan, mesh, model.config, rows, step.seq_len, step.microbatches);
+  plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
   // The data-parallel strategy sees this rank's tensor shards: plan it on a model of
   // their shapes (built deferred, so it costs nothing), leaving `model` untouched.
   std::unique_ptr<nn::Transformer> local;

@@ -28,11 +28,13 @@
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
 #include "parallel/data_parallel/data_parallel.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 namespace shardlab::parallel {
 
 struct ParallelConfig {
-  DataParallelConfig data;  // ZeRO stage, buckets, optimizer, seed
+  DataParallelConfig data = {};      // ZeRO stage, buckets, optimizer, seed
+  TensorParallelConfig tensor = {};  // sequence parallelism
 };
 
 // Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h) when the

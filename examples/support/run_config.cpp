@@ -69,6 +69,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        cxxopts::value<bool>()->default_value("true"))
       ("reshard-after-forward", "ZeRO-3: free each block's gathered parameters after its forward "
        "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"))
+      ("sequence-parallel", "tensor axis: keep norms and residuals on B/t sequences per rank (all_gather and "
+       "reduce_scatter instead of all_reduce)", cxxopts::value<bool>()->default_value("false"))
       ("link-profile", "hardware profile whose links the mesh emulates (shardlab-plan hw)",
        cxxopts::value<std::string>()->default_value("local"))
       ("link-mode", "link emulation: off, account (record emulated time) or delay (hold transfers)",
@@ -138,6 +140,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.zero = p["zero"].as<int>();
   r.bucket_mb = p["bucket-mb"].as<double>();
   r.overlap = p["overlap"].as<bool>();
+  r.sequence_parallel = p["sequence-parallel"].as<bool>();
   r.reshard_after_forward = p["reshard-after-forward"].as<bool>();
   r.link_profile = p["link-profile"].as<std::string>();
   r.link_mode = p["link-mode"].as<std::string>();
@@ -198,7 +201,12 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
 }
 
 parallel::LayoutChecks RunConfig::layout_checks() const {
-  return {.model = model, .global_batch = batch, .microbatches = grad_accum, .zero = zero, .optimizer = optimizer};
+  return {.model = model,
+          .global_batch = batch,
+          .microbatches = grad_accum,
+          .zero = zero,
+          .optimizer = optimizer,
+          .sequence_parallel = sequence_parallel};
 }
 
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {

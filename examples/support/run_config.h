@@ -47,6 +47,7 @@ struct RunConfig {
   double bucket_mb = 4.0;
   bool overlap = true;
   bool reshard_after_forward = true;
+  bool sequence_parallel = false;
   std::string link_profile = "local", link_mode = "off";
   double link_scale = 1.0;
   std::string trace;  // Chrome trace JSON of every collective, "" for none
@@ -60,7 +61,9 @@ struct RunConfig {
   void validate() const;         // UserError naming the values and the fix
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;
-  parallel::ParallelConfig parallel() const { return {.data = data_parallel()}; }
+  parallel::ParallelConfig parallel() const {
+    return {.data = data_parallel(), .tensor = {.sequence_parallel = sequence_parallel}};
+  }
   // What the layout is validated against: the model, the batch and the training options.
   parallel::LayoutChecks layout_checks() const;
 };

@@ -13,10 +13,10 @@ Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out,
 
 Tensor Linear::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
-    const Tensor w = weight_hook ? weight_hook(weight) : weight;
-    if (!reduce_partial) return rematerialised_linear(*this, in, w, bias);
+    const Tensor w = use("weight", weight), b = use("bias", bias);
+    if (!reduce_partial) return rematerialised_linear(*this, in, w, b);
     Tensor y = reduce_partial(rematerialised_linear(*this, in, w, Tensor()));
-    return bias.defined() ? ops::add(y, bias) : y;
+    return b.defined() ? ops::add(y, b) : y;
   });
 }
 
@@ -26,7 +26,7 @@ Embedding::Embedding(Module& parent, const std::string& name, int64_t vocab_, in
 }
 
 Tensor Embedding::operator()(std::span<const int32_t> ids, int64_t B, int64_t T) const {
-  return post_hooked(ops::embedding(weight, ids, B, T, first_row, vocab));
+  return post_hooked(ops::embedding(use("weight", weight), ids, B, T, first_row, vocab));
 }
 
 Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, float eps_) : kind(kind_), eps(eps_) {
@@ -37,7 +37,8 @@ Norm::Norm(Module& parent, const std::string& name, int64_t dim, Kind kind_, flo
 
 Tensor Norm::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
-    return kind == Layer ? ops::layer_norm(in, weight, bias, eps) : ops::rms_norm(in, weight, eps);
+    const Tensor w = use("weight", weight);
+    return kind == Layer ? ops::layer_norm(in, w, use("bias", bias), eps) : ops::rms_norm(in, w, eps);
   });
 }
 

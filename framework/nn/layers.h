@@ -19,10 +19,6 @@ class Linear : public Module {
   // row-parallel layout (parallel/tensor) sums its shards' partial products here, so the
   // bias is added once.
   Hook reduce_partial;
-  // Maps the weight before each use (as torch.nn.utils.parametrize does); unset, the
-  // weight is used as is. Tensor parallelism with kv heads shared by several ranks sums
-  // those heads' weight gradients over the sharing ranks here.
-  Hook weight_hook;
 };
 
 // Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V/t)

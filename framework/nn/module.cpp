@@ -49,6 +49,10 @@ Tensor Module::forward_hooked(const Tensor& x, const std::function<Tensor(const 
   return post_hooked(forward(h));
 }
 
+Tensor Module::use(const std::string& name, const Tensor& parameter) const {
+  return parameter_hook && parameter.defined() ? parameter_hook(name, parameter) : parameter;
+}
+
 Tensor Module::post_hooked(Tensor y) const {
   for (const Hook& hook : post_hooks_) y = hook(y);
   return y;

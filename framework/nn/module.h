@@ -60,10 +60,19 @@ class Module {
   void add_forward_hook(Hook hook) { post_hooks_.push_back(std::move(hook)); }
   void clear_forward_hooks();
 
+  // Maps this module's own parameters before each use, given their local name ("weight",
+  // "bias"), as torch.nn.utils.parametrize does; unset, they are used as they are. Tensor
+  // parallelism puts identity-forward ops here whose backward sums a gradient that ranks
+  // hold in parts (shared kv heads, sequence-parallel norms).
+  using ParameterHook = std::function<Tensor(const std::string& name, const Tensor& parameter)>;
+  ParameterHook parameter_hook;
+
  protected:
   // Runs `forward` on x between the pre- and post-hooks.
   Tensor forward_hooked(const Tensor& x, const std::function<Tensor(const Tensor&)>& forward) const;
   Tensor post_hooked(Tensor y) const;
+  // `parameter` (registered as `name`) through parameter_hook; undefined stays undefined.
+  Tensor use(const std::string& name, const Tensor& parameter) const;
 
   // Allocates a parameter (under MemoryCategory::Parameters) owned by this module.
   Tensor& add_parameter(Tensor& slot, const std::string& name, const Shape& shape, Init init, bool decay);

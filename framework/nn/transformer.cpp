@@ -80,7 +80,8 @@ Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, in
 }
 
 Tensor Transformer::head(const Tensor& x) const {
-  Tensor h = ops::reshape(norm_f(x), {x.numel() / config.d_model, config.d_model});
+  const Tensor n = norm_f(x);  // its hooks may change the rows (sequence parallelism gathers them)
+  Tensor h = ops::reshape(n, {n.numel() / config.d_model, config.d_model});
   return lm_head ? (*lm_head)(h) : ops::linear(h, wte.weight);
 }
 

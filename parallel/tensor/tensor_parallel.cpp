@@ -13,6 +13,15 @@
 namespace shardlab::parallel {
 namespace {
 
+// forward: identity; backward: all_reduce of p's gradient over `tensor`.
+Tensor reduce_gradient_over(const AxisGroup& tensor, const Tensor& p) {
+  return record(p.detach(), "reduce_gradient(" + tensor.name() + ")", {p}, [&tensor](const Tensor& gy) {
+    Tensor g = gy.clone();
+    all_reduce(tensor, g.span());
+    return std::vector<Tensor>{g};
+  });
+}
+
 // forward: identity; backward: sums the gradient of the K and V rows of a local wqkv
 // weight [(n_q + 2) * H, D] over the tensor ranks that share its one kv head (kv0 of K).
 Tensor share_kv_gradients(const AxisGroup& tensor, const Tensor& w, int64_t n_q_rows, int64_t kv0, int64_t K) {
@@ -160,7 +169,56 @@ void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t 
 
 }  // namespace
 
-std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed) {
+namespace {
+
+// Where the replicated (or, with sequence parallelism, token-sharded) residual stream
+// enters and leaves the tensor-parallel regions.
+struct RegionHooks {
+  nn::Module::Hook enter;    // before attention and the MLP, and after the final norm
+  nn::Module::Hook leave;    // the row-parallel matmuls' partial products, and the embedding
+  nn::Module::Hook restart;  // the embedding's output: where each microbatch starts
+  nn::Module::ParameterHook partial;  // parameters applied to the stream (norms, row-parallel
+                                      // biases, positions): their gradients in parts, or whole
+};
+
+RegionHooks megatron_hooks(const AxisGroup& tensor) {
+  RegionHooks h;
+  // forward: identity; backward: all_reduce over tensor (Megatron f)
+  h.enter = [&tensor](const Tensor& x) { return copy_to_group(tensor, x); };
+  // forward: all_reduce over tensor; backward: identity (Megatron g)
+  h.leave = [&tensor](const Tensor& x) { return reduce_from_group(tensor, x); };
+  h.restart = h.leave;
+  return h;
+}
+
+// Sequence parallelism: outside the tensor-parallel regions each rank keeps B/t of the
+// microbatch's sequences (dim 0 of x[B, T, D]); all_gather enters a region, reduce_scatter
+// leaves it. A batch whose B the axis does not divide (an evaluation batch, decoding)
+// runs as plain Megatron instead; the embedding decides, once per forward, for every hook
+// after it (a rematerialised block's recompute sees the same decision).
+RegionHooks sequence_parallel_hooks(const AxisGroup& tensor) {
+  auto sharded = std::make_shared<bool>(false);
+  const RegionHooks plain = megatron_hooks(tensor);
+  RegionHooks h;
+  // forward: all_gather over tensor along dim 0; backward: reduce_scatter
+  h.enter = [&tensor, sharded, plain](const Tensor& x) { return *sharded ? gather_from_group(tensor, x) : plain.enter(x); };
+  // forward: reduce_scatter over tensor along dim 0; backward: all_gather
+  h.leave = [&tensor, sharded, plain](const Tensor& x) { return *sharded ? scatter_to_group(tensor, x) : plain.leave(x); };
+  h.restart = [&tensor, sharded, h](const Tensor& x) {
+    *sharded = x.dim(0) % tensor.size() == 0;
+    return h.leave(x);
+  };
+  // forward: identity; backward: all_reduce over tensor (each rank saw its sequences only)
+  h.partial = [&tensor, sharded](const std::string&, const Tensor& p) {
+    return *sharded ? reduce_gradient_over(tensor, p) : p;
+  };
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
+                                                      const TensorParallelConfig& config) {
   auto result = std::make_unique<TensorParallel>(model, tensor);
   const int t = tensor.size();
   if (t == 1) return result;
@@ -172,34 +230,39 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
     if (it != shards.end()) shard_parameter(p, it->second, seed);
   }
 
-  // forward: identity; backward: all_reduce over tensor (Megatron f)
-  const auto f = [&tensor](const Tensor& x) { return copy_to_group(tensor, x); };
-  // forward: all_reduce over tensor; backward: identity (Megatron g)
-  const auto g = [&tensor](const Tensor& x) { return reduce_from_group(tensor, x); };
+  const RegionHooks h = config.sequence_parallel ? sequence_parallel_hooks(tensor) : megatron_hooks(tensor);
   for (auto& block : model.blocks) {
     block->attn.n_heads = c.n_heads / t;
     block->attn.n_kv_heads = kv_heads_of(c, t, rank).second;
     if (c.n_kv_heads < t) {
       SL_ASSERT(!block->attn.wqkv.bias.defined(), "shared kv heads are a LLaMA (bias-free) case");
       const int64_t q_rows = c.n_heads / t * c.head_dim(), kv0 = kv_heads_of(c, t, rank).first, K = c.n_kv_heads;
-      block->attn.wqkv.weight_hook = [&tensor, q_rows, kv0, K](const Tensor& w) {
+      block->attn.wqkv.parameter_hook = [&tensor, q_rows, kv0, K](const std::string&, const Tensor& w) {
         return share_kv_gradients(tensor, w, q_rows, kv0, K);
       };
     }
-    block->attn.add_forward_pre_hook(f);
-    block->attn.wo.reduce_partial = g;
-    if (block->mlp) {
-      block->mlp->add_forward_pre_hook(f);
-      block->mlp->fc2.reduce_partial = g;
-    } else {
-      block->swiglu->add_forward_pre_hook(f);
-      block->swiglu->down.reduce_partial = g;
+    block->attn.add_forward_pre_hook(h.enter);
+    block->attn.wo.reduce_partial = h.leave;
+    nn::Linear& row_parallel = block->mlp ? block->mlp->fc2 : block->swiglu->down;
+    (block->mlp ? static_cast<nn::Module&>(*block->mlp) : *block->swiglu).add_forward_pre_hook(h.enter);
+    row_parallel.reduce_partial = h.leave;
+    if (h.partial) {
+      for (nn::Module* m : std::initializer_list<nn::Module*>{&block->norm1, &block->norm2, &block->attn.wo, &row_parallel}) {
+        const bool linear = m == &block->attn.wo || m == &row_parallel;
+        m->parameter_hook = [partial = h.partial, linear](const std::string& name, const Tensor& p) {
+          return linear && name != "bias" ? p : partial(name, p);  // a row-parallel weight is whole
+        };
+      }
     }
   }
   const int64_t first = rank * c.vocab / t;
   model.wte.first_row = first;
-  model.wte.add_forward_hook(g);
-  model.norm_f.add_forward_hook(f);
+  model.wte.add_forward_hook(h.restart);
+  model.norm_f.add_forward_hook(h.enter);
+  if (h.partial) {
+    model.norm_f.parameter_hook = h.partial;
+    if (model.wpe) model.wpe->parameter_hook = h.partial;
+  }
   model.loss_function = [&tensor, first](const Tensor& logits, std::span<const int32_t> targets, double denominator) {
     return vocab_parallel_cross_entropy(tensor, logits, targets, first, denominator);
   };
@@ -207,34 +270,67 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   return result;
 }
 
-void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c, int64_t rows,
-                               int64_t seq_len, int microbatches) {
+void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
+                               const TensorParallelConfig& config, int64_t rows, int64_t seq_len, int microbatches) {
   const std::string tp = "tensor";
   if (!mesh.has_axis(tp) || mesh.axis_size(tp) == 1) return;
   const int t = mesh.axis_size(tp);
+  const bool sp = config.sequence_parallel && rows % t == 0;
+  const bool gpt = c.arch == nn::Arch::Gpt;
   const int64_t activations = rows * seq_len * c.d_model * kBytesPerFloat, tokens = rows * seq_len;
-  const auto reduce = [&](int64_t bytes, const std::string& what) {
-    add_planned(plan, mesh, {tp, CollectiveOp::kAllReduce, bytes, what});
+  const int64_t D = c.d_model * kBytesPerFloat;
+  const auto add = [&](CollectiveOp op, int64_t bytes, const std::string& what) {
+    add_planned(plan, mesh, {tp, op, bytes, what});
   };
-  const auto block_forward = [&](int64_t l) {
-    reduce(activations, "attention output, block " + std::to_string(l));
-    reduce(activations, "MLP output, block " + std::to_string(l));
+  // Entering a region: f's all_reduce in backward, or all_gather (reduce_scatter in backward).
+  const auto enter = [&](bool forward, const std::string& what) {
+    if (sp) add(forward ? CollectiveOp::kAllGather : CollectiveOp::kReduceScatter, activations, what);
+    else if (!forward) add(CollectiveOp::kAllReduce, activations, what);
+  };
+  // Leaving a region: g's all_reduce in forward, or reduce_scatter (all_gather in backward).
+  const auto leave = [&](bool forward, const std::string& what) {
+    if (sp) add(forward ? CollectiveOp::kReduceScatter : CollectiveOp::kAllGather, activations, what);
+    else if (forward) add(CollectiveOp::kAllReduce, activations, what);
+  };
+  // Sequence parallelism: the gradient of a parameter applied to the stream, summed.
+  const auto partial = [&](int64_t bytes, const std::string& what) {
+    if (sp) add(CollectiveOp::kAllReduce, bytes, what + " gradient");
+  };
+  const auto norm = [&](const std::string& name) {
+    partial(D, name + " weight");
+    if (gpt) partial(D, name + " bias");
+  };
+  const auto block_forward = [&](const std::string& b) {
+    enter(true, "attention input" + b);
+    leave(true, "attention output" + b);
+    enter(true, "MLP input" + b);
+    leave(true, "MLP output" + b);
   };
   for (int m = 0; m < microbatches; ++m) {
-    reduce(activations, "embedding");
-    for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
-    add_planned(plan, mesh, {tp, CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima"});
-    reduce(2 * tokens * kBytesPerFloat, "loss sums and target logits");
-    reduce(activations, "head input gradient");
+    leave(true, "embedding");
+    for (int64_t l = 0; l < c.n_layers; ++l) block_forward(", block " + std::to_string(l));
+    enter(true, "head input");
+    add(CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima");
+    add(CollectiveOp::kAllReduce, 2 * tokens * kBytesPerFloat, "loss sums and target logits");
+    enter(false, "head input gradient");
+    norm("final norm");
     for (int64_t l = c.n_layers - 1; l >= 0; --l) {
-      if (c.remat != nn::Remat::None) block_forward(l);  // the recomputed forward reduces again
-      reduce(activations, "MLP input gradient, block " + std::to_string(l));
+      const std::string b = ", block " + std::to_string(l);
+      if (c.remat != nn::Remat::None) block_forward(b);  // the recomputed forward communicates again
+      if (gpt) partial(D, "MLP output bias" + b);  // the bias is added after the reduce_scatter
+      leave(false, "MLP output gradient" + b);
+      enter(false, "MLP input gradient" + b);
+      norm("MLP norm" + b);
+      if (gpt) partial(D, "attention output bias" + b);
+      leave(false, "attention output gradient" + b);
       if (c.n_kv_heads < t) {
-        reduce(2 * c.n_kv_heads * c.head_dim() * c.d_model * kBytesPerFloat, "shared kv head gradients, block " +
-                                                                              std::to_string(l));
+        add(CollectiveOp::kAllReduce, 2 * c.n_kv_heads * c.head_dim() * D, "shared kv head gradients" + b);
       }
-      reduce(activations, "attention input gradient, block " + std::to_string(l));
+      enter(false, "attention input gradient" + b);
+      norm("attention norm" + b);
     }
+    if (gpt) partial(seq_len * D, "position embedding");  // added after the embedding's reduce_scatter
+    leave(false, "embedding gradient");
   }
 }
 

@@ -85,13 +85,22 @@ class TensorParallel : public ModelShards {
 // Deferred parameters (nn::DeferParameters) are allocated as shards and filled from
 // `seed`; allocated ones are cut from their values. Replicated parameters are left as
 // they are. Call before the data-parallel strategy is built.
-std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed);
+struct TensorParallelConfig {
+  // Megatron's sequence parallelism: outside the tensor-parallel regions (norms, residual
+  // adds) each rank keeps B/t of the microbatch's sequences; all_gather / reduce_scatter
+  // replace the all_reduces, and the norm, position and row-parallel bias gradients are
+  // summed over the axis. Needs t to divide the sequences of a microbatch.
+  bool sequence_parallel = false;
+};
+
+std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
+                                                      const TensorParallelConfig& config = {});
 
 // Appends the collectives those hooks issue on the tensor axis in one training step of
 // `microbatches` microbatches of `rows` sequences of `seq_len` tokens each, in issue
 // order (step_plan.h); the gradient-norm all_reduce is the data-parallel strategy's.
-void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config, int64_t rows,
-                               int64_t seq_len, int microbatches);
+void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
+                               const TensorParallelConfig& tp, int64_t rows, int64_t seq_len, int microbatches);
 
 template <typename Fn>
 void TensorShard::for_each_run(Fn fn) const {
