@@ -1,7 +1,8 @@
 // Names shared by the collectives, the link model, the trace and the auto table:
-// which collective (CollectiveOp), how it is carried out (Algorithm), and how values
-// combine (ReduceOp). Each converts to and from the spelling used on command lines,
-// in trace files and in the auto calibration table ("all_gather", "bidir", "max").
+// which collective (CollectiveOp, the cost model's enum: parallel/cost/collective_op.h),
+// how it is carried out (Algorithm), and how values combine (ReduceOp). Each converts to
+// and from the spelling used on command lines, in trace files and in the auto calibration
+// table ("all_gather", "bidir", "max").
 //
 //   Algorithm a = parse_algorithm("ring");   // throws UserError on an unknown name
 //   std::string s = to_string(CollectiveOp::kAllReduce);   // "all_reduce"
@@ -9,9 +10,12 @@
 
 #include <string>
 
+#include "parallel/cost/collective_op.h"
+
 namespace shardlab::parallel {
 
-enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kPermute, kSend, kRecv };
+using cost::CollectiveOp;
+using cost::parse_collective_op;
 
 // native: MPI's own collective on the axis communicator.
 // ring:   neighbour-only, one direction round the ring (a line without wraparound).
@@ -21,11 +25,9 @@ enum class Algorithm { kNative, kRing, kBidir, kAuto };
 
 enum class ReduceOp { kSum, kMax };
 
-std::string to_string(CollectiveOp op);
 std::string to_string(Algorithm algorithm);
 std::string to_string(ReduceOp op);
 
-CollectiveOp parse_collective_op(const std::string& name);
 Algorithm parse_algorithm(const std::string& name);
 
 }  // namespace shardlab::parallel

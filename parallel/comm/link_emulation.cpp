@@ -58,14 +58,11 @@ double LinkEmulation::axis_seconds(CollectiveOp op, Algorithm algorithm, int axi
   const cost::LinkSpec scaled{l.bandwidth / link_scale_, l.latency * link_scale_};
   switch (op) {
     case CollectiveOp::kAllGather:
-      return cost::collective_time(cost::CollectiveOp::kAllGather, bytes, n, scaled, wraparound, bidirectional);
     case CollectiveOp::kReduceScatter:
-      return cost::collective_time(cost::CollectiveOp::kReduceScatter, bytes, n, scaled, wraparound, bidirectional);
     case CollectiveOp::kAllReduce:
-      return cost::collective_time(cost::CollectiveOp::kAllReduce, bytes, n, scaled, wraparound, bidirectional);
+      return cost::collective_time(op, bytes, n, scaled, wraparound, bidirectional);
     case CollectiveOp::kAllToAll:  // the cost model counts the global array, the trace one rank's share
-      return cost::collective_time(cost::CollectiveOp::kAllToAll, static_cast<double>(bytes) * n, n, scaled,
-                                   wraparound, bidirectional);
+      return cost::collective_time(op, static_cast<double>(bytes) * n, n, scaled, wraparound, bidirectional);
     case CollectiveOp::kPermute: {
       // Store-and-forward of the whole buffer: the short way (bidir), forward (ring), or
       // on a line the longer of the two directions that run at once.

@@ -1,34 +1,11 @@
 #include "parallel/cost/collective.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "framework/error.h"
 
 namespace shardlab::cost {
-
-CollectiveOp parse_collective_op(const std::string& name) {
-  std::string key;
-  for (char c : name)
-    if (c != '_' && c != '-') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (key == "allgather") return CollectiveOp::kAllGather;
-  if (key == "reducescatter") return CollectiveOp::kReduceScatter;
-  if (key == "allreduce") return CollectiveOp::kAllReduce;
-  if (key == "alltoall") return CollectiveOp::kAllToAll;
-  throw UserError("unknown collective '" + name + "'; use all_gather, reduce_scatter, all_reduce or all_to_all");
-}
-
-std::string to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kAllGather: return "all_gather";
-    case CollectiveOp::kReduceScatter: return "reduce_scatter";
-    case CollectiveOp::kAllReduce: return "all_reduce";
-    case CollectiveOp::kAllToAll: return "all_to_all";
-  }
-  return "?";
-}
-
 namespace {
 
 CollectiveCost finish(double bandwidth_seconds, int hops, double latency, std::string path) {
@@ -42,7 +19,11 @@ CollectiveCost finish(double bandwidth_seconds, int hops, double latency, std::s
   return c;
 }
 
-void check_bytes(double bytes) {
+void check_args(CollectiveOp op, double bytes) {
+  if (op != CollectiveOp::kAllGather && op != CollectiveOp::kReduceScatter && op != CollectiveOp::kAllReduce &&
+      op != CollectiveOp::kAllToAll)
+    throw UserError("the cost model has no formula for " + to_string(op) +
+                    "; use all_gather, reduce_scatter, all_reduce or all_to_all");
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw UserError("collective size must be a non-negative number of bytes, got " + std::to_string(bytes));
 }
@@ -69,7 +50,7 @@ int all_to_all_hops(const RingAxis& axis, bool bidirectional) {
 
 CollectiveCost torus_collective(CollectiveOp op, double bytes, const std::vector<RingAxis>& axes,
                                 LinkSpec link, bool bidirectional) {
-  check_bytes(bytes);
+  check_args(op, bytes);
   std::vector<RingAxis> active;
   double group = 1;
   for (const RingAxis& a : axes) {
@@ -101,7 +82,7 @@ CollectiveCost torus_collective(CollectiveOp op, double bytes, const std::vector
 }
 
 CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const HardwareProfile& hw) {
-  check_bytes(bytes);
+  check_args(op, bytes);
   if (gpus < 1) throw UserError("GPU count must be >= 1, got " + std::to_string(gpus));
   if (gpus == 1 || bytes == 0) return finish(0, 0, hw.ici.latency, "none");
   const double n_total = gpus;

@@ -33,15 +33,13 @@
 #include <string>
 #include <vector>
 
+#include "parallel/cost/collective_op.h"
 #include "parallel/cost/hardware.h"
 
 namespace shardlab::cost {
 
-enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
-
-// all_gather|allgather|all-gather, reduce_scatter, all_reduce, all_to_all; throws UserError.
-CollectiveOp parse_collective_op(const std::string& name);
-std::string to_string(CollectiveOp op);  // "all_gather", ...
+// Every function below prices all_gather, reduce_scatter, all_reduce and all_to_all; the
+// point-to-point ops (ppermute, send, recv) throw UserError.
 
 struct CollectiveCost {
   double seconds = 0;            // max(bandwidth_seconds, latency_seconds)
