@@ -8,6 +8,7 @@
 //   std::string s = to_string(CollectiveOp::kAllReduce);   // "all_reduce"
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "parallel/cost/collective_op.h"
@@ -16,6 +17,8 @@ namespace shardlab::parallel {
 
 using cost::CollectiveOp;
 using cost::parse_collective_op;
+
+inline constexpr int64_t kBytesPerFloat = sizeof(float);  // every collective moves fp32
 
 // native: MPI's own collective on the axis communicator.
 // ring:   neighbour-only, one direction round the ring (a line without wraparound).

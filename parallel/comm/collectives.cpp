@@ -25,8 +25,6 @@ struct CollectiveHandle::State {
 
 namespace {
 
-constexpr int64_t kFloatBytes = sizeof(float);
-
 double seconds_of(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 // A collective whose algorithm is settled: everything the trace and the link model need.
@@ -191,7 +189,7 @@ Launch launch(const AxisGroup& g, CollectiveOp op, int64_t bytes, Algorithm requ
 std::optional<Plan> plan_all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   if (prepare(g, CollectiveOp::kAllGather, in, out)) return std::nullopt;
   const int n = mpi_count(in.size());
-  const Launch l = launch(g, CollectiveOp::kAllGather, out.size() * kFloatBytes, a);
+  const Launch l = launch(g, CollectiveOp::kAllGather, out.size() * kBytesPerFloat, a);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
@@ -204,7 +202,7 @@ std::optional<Plan> plan_reduce_scatter(const AxisGroup& g, std::span<const floa
                                         Algorithm a) {
   if (prepare(g, CollectiveOp::kReduceScatter, in, out)) return std::nullopt;
   const int n = mpi_count(out.size());
-  const Launch l = launch(g, CollectiveOp::kReduceScatter, in.size() * kFloatBytes, a);
+  const Launch l = launch(g, CollectiveOp::kReduceScatter, in.size() * kBytesPerFloat, a);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Reduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
@@ -217,7 +215,7 @@ std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer,
   if (g.size() == 1) return std::nullopt;
   const int n = mpi_count(buffer.size());
   const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
-  const Launch l = launch(g, CollectiveOp::kAllReduce, buffer.size() * kFloatBytes, a);
+  const Launch l = launch(g, CollectiveOp::kAllReduce, buffer.size() * kBytesPerFloat, a);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
@@ -229,7 +227,7 @@ std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer,
 std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   if (prepare(g, CollectiveOp::kAllToAll, in, out)) return std::nullopt;
   const int n = mpi_count(in.size() / g.size());
-  const Launch l = launch(g, CollectiveOp::kAllToAll, in.size() * kFloatBytes, a);
+  const Launch l = launch(g, CollectiveOp::kAllToAll, in.size() * kBytesPerFloat, a);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Alltoall(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
@@ -243,7 +241,7 @@ std::optional<Plan> plan_ppermute(const AxisGroup& g, std::span<const float> in,
   const Axis& axis = single_axis_of(g, CollectiveOp::kPermute);
   if (prepare(g, CollectiveOp::kPermute, in, out)) return std::nullopt;
   const int n = mpi_count(in.size());
-  const Launch l = launch(g, CollectiveOp::kPermute, in.size() * kFloatBytes, a, shift);
+  const Launch l = launch(g, CollectiveOp::kPermute, in.size() * kBytesPerFloat, a, shift);
   // Native sends straight to the target rank and lets MPI route it.
   const int to = axis.shifted(shift), from = axis.shifted(-shift), tag = take_collective_tag(g, axis);
   return Plan{l,
@@ -263,7 +261,7 @@ Plan plan_point_to_point(const AxisGroup& g, CollectiveOp op, std::span<float> b
   check_peer(g, op, coord, tag);
   const int n = mpi_count(buffer.size());
   const MPI_Comm comm = g.single_axis().comm.get();
-  const Launch l{g, op, Algorithm::kNative, static_cast<int64_t>(buffer.size()) * kFloatBytes};
+  const Launch l{g, op, Algorithm::kNative, static_cast<int64_t>(buffer.size()) * kBytesPerFloat};
   if (op == CollectiveOp::kSend) {
     return Plan{l, [=] { SL_MPI(MPI_Send(buffer.data(), n, MPI_FLOAT, coord, tag, comm)); },
                 [=](std::vector<MPI_Request>& r) {

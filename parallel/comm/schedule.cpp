@@ -116,7 +116,7 @@ void ScheduleRun::post_step() {
   }
   // Each direction of a link is its own wire: the step lasts as long as its largest message.
   step_seconds_ = largest > 0 && links_.mode() != LinkMode::kOff
-                      ? links_.hop_seconds(step.axis, largest * static_cast<int64_t>(sizeof(float)))
+                      ? links_.hop_seconds(step.axis, largest * kBytesPerFloat)
                       : 0.0;
   const int axis[] = {step.axis};
   step_deadline_ = links_.reserve(axis, std::chrono::steady_clock::now(), step_seconds_);

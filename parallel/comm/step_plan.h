@@ -24,8 +24,6 @@ namespace shardlab::parallel {
 
 class Mesh;
 
-inline constexpr int64_t kBytesPerFloat = sizeof(float);  // every collective moves fp32
-
 struct PlannedCollective {
   std::string group;  // AxisGroup name: "data", "data+fsdp"
   CollectiveOp op;
