@@ -150,13 +150,13 @@ int cmd_model(const cxxopts::ParseResult& a) {
   }
   const TransformerShape s = model_from(a);
   const ParamCounts p = count_params(s);
-  const Remat remat = parse_remat(a["remat"].as<std::string>());
+  const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
   const DType kv = parse_dtype(a["kv-dtype"].as<std::string>());
   Json json = Json::object().set("model", s.describe()).set("params", params_json(p))
                   .set("train_flops_per_token", train_flops_per_token(s, remat))
                   .set("forward_flops_per_token", forward_flops_per_token(s, s.context))
                   .set("attention_crossover_context", attention_crossover_context(s))
-                  .set("kv_bytes_per_token", kv_bytes_per_token(s, kv)).set("remat", to_string(remat))
+                  .set("kv_bytes_per_token", kv_bytes_per_token(s, kv)).set("remat", nn::remat_name(remat))
                   .set("saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat));
   std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
                      ", mlp " + human(p.mlp, "") + ", embeddings " + human(p.embedding + p.unembedding, "") +
@@ -169,7 +169,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
     const double tokens = parse_size(a["batch"].as<std::string>(), "batch");
     const TrainingMemory m = training_memory(s, tokens, remat, {});
     json.set("batch_tokens", tokens).set("training_memory", memory_json(m));
-    text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + to_string(remat) +
+    text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + nn::remat_name(remat) +
             "): params " + human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " +
             human(m.optimizer, "B") + ", activations " + human(m.activations, "B") + "\n";
   }
@@ -222,7 +222,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   TrainConfig c;
   c.model = model_from(a);
   c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
-  c.remat = parse_remat(a["remat"].as<std::string>());
+  c.remat = nn::parse_remat(a["remat"].as<std::string>());
   const std::string precision = a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");

@@ -12,6 +12,7 @@
 #include "parallel/cost/transformer.h"
 
 using namespace shardlab::cost;
+using shardlab::nn::Remat;
 
 namespace {
 
@@ -169,15 +170,15 @@ TEST_CASE("X4: attention FLOPs equal QKVO FLOPs at T = 2D") {
 TEST_CASE("X6: activations of a 4M-token batch, L=64, D=8192, with and without remat") {
   const TransformerShape s = shape(64, 8192, 3 * 8192, 64, 128, 32000);
   const double tokens = 4e6;
-  CHECK(saved_activations_per_token_layer(s, Remat::kNone) == 20 * 8192.0);  // the book's ~20
-  CHECK(activation_bytes(tokens, 64, saved_activations_per_token_layer(s, Remat::kNone), DType::kBf16) ==
+  CHECK(saved_activations_per_token_layer(s, Remat::None) == 20 * 8192.0);  // the book's ~20
+  CHECK(activation_bytes(tokens, 64, saved_activations_per_token_layer(s, Remat::None), DType::kBf16) ==
         book(84e12));
-  CHECK(activation_bytes(tokens, 64, saved_activations_per_token_layer(s, Remat::kFull), DType::kBf16) ==
+  CHECK(activation_bytes(tokens, 64, saved_activations_per_token_layer(s, Remat::Full), DType::kBf16) ==
         book(4.2e12));
-  CHECK(activation_bytes(4 << 20, 64, saved_activations_per_token_layer(s, Remat::kFull), DType::kBf16) ==
+  CHECK(activation_bytes(4 << 20, 64, saved_activations_per_token_layer(s, Remat::Full), DType::kBf16) ==
         book(4.2e12));
-  CHECK(train_flops_per_token(s, Remat::kFull) / train_flops_per_token(s, Remat::kNone) == exact(8.0 / 6));
-  CHECK(saved_activations_per_token_layer(s, Remat::kSaveMlpMatmulOutputs) == 7 * 8192.0);  // "~7"
+  CHECK(train_flops_per_token(s, Remat::Full) / train_flops_per_token(s, Remat::None) == exact(8.0 / 6));
+  CHECK(saved_activations_per_token_layer(s, Remat::SaveMlpMatmulOutputs) == 7 * 8192.0);  // "~7"
 }
 
 TEST_CASE("X7: 8k-context int8 KV cache of L=64, K H = 8192 is 8 GiB") {
@@ -221,7 +222,7 @@ TEST_CASE("TR11: LLaMA-2 13B parameters by part") {
 }
 
 TEST_CASE("TR12: LLaMA-2 13B memory, 16M-token batch, Adam, MLP-matmul checkpoints") {
-  const TrainingMemory m = training_memory(model_preset("llama2-13b"), 16e6, Remat::kSaveMlpMatmulOutputs, {});
+  const TrainingMemory m = training_memory(model_preset("llama2-13b"), 16e6, Remat::SaveMlpMatmulOutputs, {});
   CHECK(m.params + m.optimizer == book(130e9));
   CHECK(m.activations == exact(2.0 * 40 * 16e6 * 5120 * (1 + 2 * 2.7)));
   CHECK(m.activations == book(42e12));

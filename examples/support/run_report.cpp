@@ -31,7 +31,7 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh)
   cost::TrainConfig tc;
   tc.model = cost::shape_of(run.model);
   tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
-  tc.remat = cost::parse_remat(nn::remat_name(run.model.remat));  // the same spellings
+  tc.remat = run.model.remat;
   tc.precision = cost::fp32_training();
   const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                             .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,

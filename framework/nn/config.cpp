@@ -111,8 +111,8 @@ Arch parse_arch(const std::string& s) {
 Remat parse_remat(const std::string& s) {
   if (s == "none") return Remat::None;
   if (s == "full") return Remat::Full;
-  if (s == "save-matmul") return Remat::SaveMatmulOutputs;
-  if (s == "save-mlp-matmul") return Remat::SaveMlpMatmulOutputs;
+  if (s == "save-matmul" || s == "save-matmul-outputs") return Remat::SaveMatmulOutputs;
+  if (s == "save-mlp-matmul" || s == "save-mlp-matmul-outputs") return Remat::SaveMlpMatmulOutputs;
   throw UserError("unknown --remat '" + s + "'; use none, full, save-matmul or save-mlp-matmul");
 }
 

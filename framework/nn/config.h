@@ -38,7 +38,7 @@ struct ModelConfig {
 };
 
 Arch parse_arch(const std::string& s);
-Remat parse_remat(const std::string& s);
+Remat parse_remat(const std::string& s);  // none | full | save-matmul[-outputs] | save-mlp-matmul[-outputs]
 std::string arch_name(Arch a);
 std::string remat_name(Remat r);
 

@@ -159,7 +159,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
 
   const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
-  const int remat_passes = c.remat == Remat::kFull ? 3 : 2;  // forward (+ recompute) + backward
+  const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
   add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
       mb_tokens_group * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
   if (m.experts > 0)
@@ -204,7 +204,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
 }
 
 double predicted_train_step_seconds(const TransformerShape& shape, int64_t tokens, const HardwareProfile& hw,
-                                    DType compute, Remat remat) {
+                                    DType compute, nn::Remat remat) {
   return train_flops_per_token(shape, remat) * static_cast<double>(tokens) / peak_flops(hw, compute);
 }
 

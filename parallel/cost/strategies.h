@@ -54,7 +54,7 @@ struct Layout {
 struct TrainConfig {
   TransformerShape model;
   double batch_tokens = 0;  // global batch, tokens per step
-  Remat remat = Remat::kNone;
+  nn::Remat remat = nn::Remat::None;
   TrainingPrecision precision;
   double efficiency = 1.0;  // achieved fraction of peak FLOP/s (MFU) for compute time
 };
@@ -94,7 +94,7 @@ StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout
 // The train_gpt prediction: compute time of one step of `tokens` tokens at peak FLOP/s in
 // `compute` (fp32 for shardlab on CPU), no communication.
 double predicted_train_step_seconds(const TransformerShape& shape, int64_t tokens, const HardwareProfile& hw,
-                                    DType compute = DType::kFp32, Remat remat = Remat::kNone);
+                                    DType compute = DType::kFp32, nn::Remat remat = nn::Remat::None);
 
 // The collective of one mesh axis inside a layout of `chips` chips, `inner` of which lie on
 // axes nested inside it. Torus: the axis spans round(log(size)/log(side)) physical axes of

@@ -150,35 +150,17 @@ double forward_flops_per_token(const TransformerShape& s, int64_t context) {
   return 2 * count_params(s).matmul + attention_flops_per_token(s, context);
 }
 
-Remat parse_remat(const std::string& name) {
-  if (name == "none") return Remat::kNone;
-  if (name == "full") return Remat::kFull;
-  if (name == "save-matmul" || name == "save-matmul-outputs") return Remat::kSaveMatmulOutputs;
-  if (name == "save-mlp-matmul" || name == "save-mlp-matmul-outputs") return Remat::kSaveMlpMatmulOutputs;
-  throw UserError("unknown remat policy '" + name + "'; use none, full, save-matmul or save-mlp-matmul");
-}
-
-std::string to_string(Remat remat) {
-  switch (remat) {
-    case Remat::kNone: return "none";
-    case Remat::kFull: return "full";
-    case Remat::kSaveMatmulOutputs: return "save-matmul";
-    case Remat::kSaveMlpMatmulOutputs: return "save-mlp-matmul";
-  }
-  return "?";
-}
-
 // Backward costs twice the forward. Remat adds what the policy recomputes in backward:
 // full: the whole forward; save-matmul: the attention core (scores and values are not a
 // linear layer's output); save-mlp-matmul: the attention block (projections and core).
-double train_flops_per_token(const TransformerShape& s, Remat remat) {
+double train_flops_per_token(const TransformerShape& s, nn::Remat remat) {
   const double forward = forward_flops_per_token(s, s.context);
   const double core = attention_flops_per_token(s, s.context);
   switch (remat) {
-    case Remat::kNone: return 3 * forward;
-    case Remat::kFull: return 4 * forward;
-    case Remat::kSaveMatmulOutputs: return 3 * forward + core;
-    case Remat::kSaveMlpMatmulOutputs: return 3 * forward + core + 2 * count_params(s).attention;
+    case nn::Remat::None: return 3 * forward;
+    case nn::Remat::Full: return 4 * forward;
+    case nn::Remat::SaveMatmulOutputs: return 3 * forward + core;
+    case nn::Remat::SaveMlpMatmulOutputs: return 3 * forward + core + 2 * count_params(s).attention;
   }
   return 0;
 }
@@ -194,14 +176,14 @@ double kv_bytes_per_token(const TransformerShape& s, DType kv) {
   return 2.0 * s.layers * s.kv_heads * s.head_dim * bytes_of(kv);
 }
 
-double saved_activations_per_token_layer(const TransformerShape& s, Remat remat) {
+double saved_activations_per_token_layer(const TransformerShape& s, nn::Remat remat) {
   const double d = s.d_model, f = s.d_ff * (s.experts > 0 ? s.top_k : 1);
   const double q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
   switch (remat) {
-    case Remat::kNone: return 4 * d + 2 * q + 2 * kv + (s.gated_mlp ? 4 : 2) * f;
-    case Remat::kFull: return d;
-    case Remat::kSaveMatmulOutputs: return d + (q + 2 * kv) + d + (s.gated_mlp ? 2 : 1) * f + d;
-    case Remat::kSaveMlpMatmulOutputs: return d + (s.gated_mlp ? 2 : 1) * f;
+    case nn::Remat::None: return 4 * d + 2 * q + 2 * kv + (s.gated_mlp ? 4 : 2) * f;
+    case nn::Remat::Full: return d;
+    case nn::Remat::SaveMatmulOutputs: return d + (q + 2 * kv) + d + (s.gated_mlp ? 2 : 1) * f + d;
+    case nn::Remat::SaveMlpMatmulOutputs: return d + (s.gated_mlp ? 2 : 1) * f;
   }
   return 0;
 }
@@ -214,7 +196,7 @@ TrainingPrecision fp32_training() {
   return {DType::kFp32, DType::kFp32, 8, DType::kFp32, DType::kFp32};
 }
 
-TrainingMemory training_memory(const TransformerShape& s, double tokens, Remat remat,
+TrainingMemory training_memory(const TransformerShape& s, double tokens, nn::Remat remat,
                                const TrainingPrecision& precision) {
   const double params = count_params(s).total;
   TrainingMemory m;

@@ -7,7 +7,7 @@
 //
 //   TransformerShape s = model_preset("llama3-70b");
 //   ParamCounts p = count_params(s);                         // p.total ~ 70.55e9
-//   double flops = train_flops_per_token(s, Remat::kNone);  // ~ 6 p.matmul + 12 T N H L
+//   double flops = train_flops_per_token(s, nn::Remat::None);  // ~ 6 p.matmul + 12 T N H L
 //   double kv = kv_bytes_per_token(s, DType::kInt8);        // 2 L K H = 163,840 B
 #pragma once
 
@@ -69,15 +69,9 @@ ParamCounts count_params(const TransformerShape& s);
 // skip the causal half do half). Training = 3 x forward; full remat adds one forward.
 double forward_flops_per_token(const TransformerShape& s, int64_t context);
 double attention_flops_per_token(const TransformerShape& s, int64_t context);  // forward only
-enum class Remat {
-  kNone,                  // keep every intermediate
-  kFull,                  // keep each block's input; recompute the block in backward
-  kSaveMatmulOutputs,     // keep the outputs of every linear layer; recompute the rest
-  kSaveMlpMatmulOutputs,  // the book's policy: keep only the MLP matmul outputs (D + 2F)
-};
-Remat parse_remat(const std::string& name);  // none | full | save-matmul | save-mlp-matmul
-std::string to_string(Remat remat);
-double train_flops_per_token(const TransformerShape& s, Remat remat = Remat::kNone);
+// Remat is the framework's policy (nn::Remat, framework/nn/config.h); save-mlp-matmul is
+// the book's, keeping only the MLP matmul outputs (D + 2F).
+double train_flops_per_token(const TransformerShape& s, nn::Remat remat = nn::Remat::None);
 // The 6N rule: 6 x params x tokens (the book's estimate of a training run's FLOPs).
 double train_flops(double params, double tokens);
 // Context length at which attention FLOPs equal the Q/K/V/O projection FLOPs: D (N+K) / N
@@ -91,7 +85,7 @@ double kv_bytes_per_token(const TransformerShape& s, DType kv);
 // none counts: norm inputs and outputs 4D, Q/K/V/attention output 2NH + 2KH, MLP 4F gated
 // (gate, up, activation, product) or 2F plain; attention probabilities are not stored
 // (fused attention keeps only row statistics). ~19 D for LLaMA-2 13B, the book's "~20".
-double saved_activations_per_token_layer(const TransformerShape& s, Remat remat);
+double saved_activations_per_token_layer(const TransformerShape& s, nn::Remat remat);
 // bytes = tokens x layers x width x bytes(dtype)
 double activation_bytes(double tokens, int64_t layers, double width, DType dtype);
 
@@ -111,7 +105,7 @@ struct TrainingMemory {
   double total() const { return params + grads + optimizer + activations; }
 };
 // The whole (unsharded) model training on `tokens` tokens at once.
-TrainingMemory training_memory(const TransformerShape& s, double tokens, Remat remat,
+TrainingMemory training_memory(const TransformerShape& s, double tokens, nn::Remat remat,
                                const TrainingPrecision& precision);
 
 }  // namespace shardlab::cost
