@@ -4,15 +4,15 @@
 #include <filesystem>
 
 #include "framework/error.h"
+#include "parallel/cost/transformer.h"
 
 namespace shardlab::cli {
 
 double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
-  const double D = c.d_model, H = c.head_dim(), F = c.d_ff;
-  const double attn = D * (c.n_heads + 2 * c.n_kv_heads) * H + c.n_heads * H * D;
-  const double mlp = (c.arch == nn::Arch::Gpt ? 2.0 : 3.0) * D * F;
-  const double n_matmul = c.n_layers * (attn + mlp) + D * c.vocab;
-  return 6.0 * n_matmul + 12.0 * c.n_layers * seq_len * D;
+  cost::TransformerShape s = cost::shape_of(c);
+  s.context = seq_len;
+  s.bias = false;  // the MFU convention's N: weight matrices only (the planner counts GPT's biases)
+  return cost::train_flops_per_token(s, nn::Remat::None);
 }
 
 MetricsLog::MetricsLog(const std::string& path, bool append) {
