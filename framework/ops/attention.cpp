@@ -53,18 +53,7 @@ void causal_softmax_rows(float* s, int64_t blocks, int64_t rows, int64_t cols, i
     for (int64_t i = 0; i < rows; ++i) {
       float* row = s + (b * rows + i) * cols;
       const int64_t last = r0 + i;
-      float m = row[0];
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 1; j <= last; ++j) m = std::max(m, row[j]);
-      float z = 0.0f;
-#pragma omp simd reduction(+ : z)
-      for (int64_t j = 0; j <= last; ++j) {
-        row[j] = fast_exp(row[j] - m);
-        z += row[j];
-      }
-      const float inv = 1.0f / z;
-#pragma omp simd
-      for (int64_t j = 0; j <= last; ++j) row[j] *= inv;
+      softmax_row(row, row, last + 1);
       for (int64_t j = last + 1; j < cols; ++j) row[j] = 0.0f;
     }
   }
@@ -157,19 +146,7 @@ Tensor softmax(const Tensor& x) {
   const float* px = x.data();
   float* py = y.data();
 #pragma omp parallel for if (rows > 64)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = px + r * D;
-    float* out = py + r * D;
-    float m = in[0];
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 1; j < D; ++j) m = std::max(m, in[j]);
-    float z = 0.0f;
-#pragma omp simd reduction(+ : z)
-    for (int64_t j = 0; j < D; ++j) z += (out[j] = fast_exp(in[j] - m));
-    const float inv = 1.0f / z;
-#pragma omp simd
-    for (int64_t j = 0; j < D; ++j) out[j] *= inv;
-  }
+  for (int64_t r = 0; r < rows; ++r) softmax_row(px + r * D, py + r * D, D);
   return record(y, "softmax", {x}, [y, D, rows](const Tensor& gy) {
     Tensor gx = Tensor::empty(y.shape());
     const float *p = y.data(), *g = gy.data();

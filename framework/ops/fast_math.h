@@ -1,4 +1,5 @@
-// Vectorisable float exp and sigmoid for the elementwise ops.
+// Vectorisable float exp and sigmoid for the elementwise ops, and the one row softmax
+// that softmax, causal attention and cross-entropy share.
 //
 // glibc's expf/tanhf are scalar calls that a loop cannot vectorise without -ffast-math;
 // in a training step they cost more than all of GELU's matmul neighbours together. These
@@ -35,5 +36,27 @@ inline float fast_exp(float x) {
 }
 
 inline float fast_sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+// The row's max m and normaliser z = sum exp(x - m): log softmax(x)[j] = x[j] - m - log(z).
+struct SoftmaxStats {
+  float max;
+  float sum;
+};
+
+// out[0, n) = softmax(in[0, n)) for n >= 1; out may equal in.
+//
+//   const SoftmaxStats st = softmax_row(logits, probs, V);
+inline SoftmaxStats softmax_row(const float* in, float* out, int64_t n) {
+  float m = in[0];
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 1; j < n; ++j) m = std::max(m, in[j]);
+  float z = 0.0f;
+#pragma omp simd reduction(+ : z)
+  for (int64_t j = 0; j < n; ++j) z += (out[j] = fast_exp(in[j] - m));
+  const float inv = 1.0f / z;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) out[j] *= inv;
+  return {m, z};
+}
 
 }  // namespace shardlab::ops

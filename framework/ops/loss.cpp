@@ -27,17 +27,8 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets, dou
 #pragma omp parallel for if (R > 16)
   for (int64_t r = 0; r < R; ++r) {
     const float* in = px + r * V;
-    float* out = pp + r * V;
-    float m = in[0];
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 1; j < V; ++j) m = std::max(m, in[j]);
-    float z = 0.0f;
-#pragma omp simd reduction(+ : z)
-    for (int64_t j = 0; j < V; ++j) z += (out[j] = fast_exp(in[j] - m));
-    const float inv = 1.0f / z;
-#pragma omp simd
-    for (int64_t j = 0; j < V; ++j) out[j] *= inv;
-    if (targets[r] != kIgnoreIndex) row_loss[r] = -(in[targets[r]] - m - std::log(z));
+    const SoftmaxStats st = softmax_row(in, pp + r * V, V);
+    if (targets[r] != kIgnoreIndex) row_loss[r] = -(in[targets[r]] - st.max - std::log(st.sum));
   }
   double total = 0.0;
   for (double l : row_loss) total += l;
