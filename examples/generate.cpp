@@ -1,13 +1,18 @@
-// generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling.
+// generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling,
+// on one process or with the weights and the KV cache split over a tensor axis.
 //
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
+//   mpirun -n 2 generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --mesh tensor=2
 #include <cstdio>
 #include <cxxopts.hpp>
 
-#include "examples/support/main_guard.h"
 #include "examples/support/sampling.h"
 #include "examples/support/training_state.h"
+#include "framework/error.h"
+#include "parallel/comm/comm.h"
+#include "parallel/layout.h"
+#include "parallel/parallelize.h"
 
 using namespace shardlab;
 
@@ -21,7 +26,9 @@ int run(int argc, char** argv) {
       "temperature", "0 for greedy, else softmax temperature", cxxopts::value<float>()->default_value("0"))(
       "top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int>()->default_value("0"))(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
-      "stop-at-newline", "stop after the first newline")("h,help", "print this help");
+      "stop-at-newline", "stop after the first newline")(
+      "mesh", "mesh axes: data=1 (one process) or tensor=N (weights and KV cache split by heads over N ranks)",
+      cxxopts::value<std::string>()->default_value("data=1"))("h,help", "print this help");
   cxxopts::ParseResult p;
   try {
     p = o.parse(argc, argv);
@@ -39,8 +46,20 @@ int run(int argc, char** argv) {
     throw UserError("--max-new " + std::to_string(max_new) + " must be below the model context " +
                     std::to_string(config.context));
   }
-  nn::Transformer model(config);
-  cli::load_weights(path, model, config);
+  // Every rank validates the layout against the model before the first collective.
+  const parallel::Layout layout = parallel::Layout::from_spec(p["mesh"].as<std::string>());
+  layout.validate({.model = config}, parallel::Comm::borrowed(MPI_COMM_WORLD).size());
+  if (layout.data_ranks() > 1) {
+    throw UserError("generate decodes one prompt: mesh " + layout.describe() +
+                    " has data ranks; use tensor=N to split the model instead");
+  }
+  parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+  const auto model_owned = [&] {
+    nn::DeferParameters defer;  // each rank allocates only its shards
+    return std::make_unique<nn::Transformer>(config);
+  }();
+  nn::Transformer& model = *model_owned;
+  cli::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
 
   const std::string prompt = p["prompt"].as<std::string>();
   std::vector<int> ids(prompt.begin(), prompt.end());
@@ -54,11 +73,14 @@ int run(int argc, char** argv) {
                                    .seed = p["seed"].as<uint64_t>(),
                                    .stop_token = p.count("stop-at-newline") ? '\n' : -1};
   std::string text = prompt;
-  for (int t : cli::sample(model, ids, options)) text += static_cast<char>(t);
-  std::printf("%s\n", text.c_str());
+  for (int t : cli::sample(model, ids, options)) text += static_cast<char>(t);  // the same on every rank
+  if (mesh.rank() == 0) std::printf("%s\n", text.c_str());
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return cli::guarded_main([&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  parallel::MpiRuntime mpi(argc, argv);
+  return parallel::run_mpi_main(MPI_COMM_WORLD, [&] { return run(argc, argv); });
+}

@@ -6,12 +6,28 @@
 
 namespace shardlab::parallel {
 
+namespace {
+
+// Tensor, then (as they land) pipeline and expert parallelism: how they split the model.
+std::shared_ptr<const ModelShards> apply_model_parallel(nn::Transformer& model, const Mesh& mesh,
+                                                        const ParallelConfig& config) {
+  if (!mesh.has_axis("tensor") || mesh.axis_size("tensor") == 1) return nullptr;
+  return apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
+}
+
+}  // namespace
+
+std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
+                                                             const ParallelConfig& config) {
+  auto shards = apply_model_parallel(model, mesh, config);
+  nn::initialize_unallocated(model, config.data.seed);
+  return shards;
+}
+
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
   DataParallelConfig data = config.data;
-  if (mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1) {
-    data.model_shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
-  }
-  // Pipeline and expert parallelism come here as they land; FSDP/DP last.
+  data.model_shards = apply_model_parallel(model, mesh, config);
+  // FSDP/DP last, over the model-parallel shards.
   if (data.zero == 3) return make_fsdp(model, mesh, data);
   return make_bucketed_data_parallel(model, mesh, data);
 }

@@ -43,6 +43,13 @@ struct ParallelConfig {
 
 std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
+// Inference (generate): only the model-parallel strategies, tensor today -- no optimizer,
+// no gradient reduction. Deferred parameters are allocated (each rank its shards) and
+// filled from config.data.seed, to be overwritten from a checkpoint through the returned
+// shards (nullptr without model parallelism; sharded_io.h's ParamIO takes either).
+std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
+                                                             const ParallelConfig& config);
+
 // The shape of one training step: the global batch and how it is cut.
 struct StepShape {
   int64_t batch = 1;     // sequences over all data ranks

@@ -30,7 +30,7 @@ std::vector<int> sample(const nn::Transformer& model, const std::vector<int>& pr
   const int64_t V = model.config.vocab, room = model.config.context - o.max_new;
   std::vector<int32_t> ids(prompt.end() - std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(room, 1)),
                            prompt.end());
-  nn::KVCache cache(model.config, 1);
+  nn::KVCache cache(model.config, 1, model.blocks.front()->attn.n_kv_heads);  // this rank's kv heads
   std::vector<int> out;
   Tensor logits = model.decode(ids, 1, static_cast<int64_t>(ids.size()), cache);
   const float* last = logits.data() + (static_cast<int64_t>(ids.size()) - 1) * V;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "framework/error.h"
+#include "parallel/data_parallel/sharded_io.h"
 
 namespace shardlab::cli {
 namespace {
@@ -60,9 +61,11 @@ nn::ModelConfig checkpoint_model_config(const std::string& path) {
   return model_config_from(CheckpointReader(path).config(), path);
 }
 
-void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected) {
+void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected,
+                  std::shared_ptr<const parallel::ModelShards> shards) {
   auto r = open_for(path, expected);
-  for (auto& [name, p] : model.named_parameters()) r->read("params/" + name, p.shape(), p.span());
+  const parallel::ParamIO io(std::move(shards));
+  for (auto& [name, p] : model.named_parameters()) io.read(*r, "params/" + name, name, p.shape(), p.span());
 }
 
 }  // namespace shardlab::cli

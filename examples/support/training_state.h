@@ -7,6 +7,7 @@
 // the run as if it had never stopped.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "examples/support/run_config.h"
@@ -33,6 +34,9 @@ TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, 
 
 // Only the weights, for inference (generate): the model config comes from the file.
 nn::ModelConfig checkpoint_model_config(const std::string& path);
-void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected);
+// Each rank reads its part of every parameter through `shards` (parallelize_for_inference),
+// or the whole of it without.
+void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected,
+                  std::shared_ptr<const parallel::ModelShards> shards = nullptr);
 
 }  // namespace shardlab::cli

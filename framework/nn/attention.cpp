@@ -9,10 +9,11 @@
 
 namespace shardlab::nn {
 
-KVCache::KVCache(const ModelConfig& c, int64_t batch) {
+KVCache::KVCache(const ModelConfig& c, int64_t batch, int64_t kv_heads) {
+  const int64_t K = kv_heads > 0 ? kv_heads : c.n_kv_heads;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    k.push_back(Tensor::zeros({batch, c.context, c.n_kv_heads * c.head_dim()}));
-    v.push_back(Tensor::zeros({batch, c.context, c.n_kv_heads * c.head_dim()}));
+    k.push_back(Tensor::zeros({batch, c.context, K * c.head_dim()}));
+    v.push_back(Tensor::zeros({batch, c.context, K * c.head_dim()}));
   }
 }
 
@@ -37,6 +38,7 @@ Tensor Attention::decode(const Tensor& x, KVCache& cache, int layer) const {
   NoGradGuard no_grad;
   const int64_t B = x.dim(0), n = x.dim(1), H = head_dim, N = n_heads, K = n_kv_heads;
   const int64_t start = cache.length, C = (N + 2 * K) * H, ctx = cache.k[layer].dim(1);
+  SL_ASSERT(cache.k[layer].dim(2) == K * H, "KV cache built for another number of kv heads than this attention keeps");
   if (start + n > ctx) {
     throw UserError("generation would reach position " + std::to_string(start + n) + " past the model context " +
                     std::to_string(ctx) + "; ask for fewer tokens");

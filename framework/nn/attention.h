@@ -12,7 +12,8 @@ struct KVCache {
   std::vector<Tensor> k, v;  // per layer [B, context, K * H]
   int64_t length = 0;        // positions filled
 
-  KVCache(const ModelConfig& config, int64_t batch);
+  // kv_heads: the K this rank keeps (a tensor-parallel layout keeps some; 0: all of them).
+  KVCache(const ModelConfig& config, int64_t batch, int64_t kv_heads = 0);
 };
 
 class Attention : public Module {
