@@ -64,6 +64,10 @@ void Layout::validate(const LayoutChecks& c) const {
     throw UserError("ZeRO stage " + str(c.zero) + " shards AdamW state; use the adamw optimizer or ZeRO stage 0");
   }
   check_tensor(c.model, tensor);
+  if (c.tp_overlap && !c.sequence_parallel) {
+    throw UserError("the collective matmul (tp overlap) hides the all_gathers of sequence parallelism; "
+                    "turn sequence parallelism on with it");
+  }
   if (c.microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(c.microbatches));
   if (c.global_batch > 0) {
     if (c.global_batch % data_ranks() != 0) {

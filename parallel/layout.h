@@ -26,6 +26,7 @@ struct LayoutChecks {
   int zero = 0;              // ZeRO stage 0-3
   std::string optimizer = "adamw";
   bool sequence_parallel = false;  // the tensor axis must divide a microbatch's sequences
+  bool tp_overlap = false;         // the collective matmul: needs sequence parallelism
 };
 
 struct Layout {

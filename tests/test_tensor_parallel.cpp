@@ -27,6 +27,7 @@
 #include "parallel/comm/diff_collectives.h"
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
+#include "parallel/tensor/collective_matmul.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/vocab_parallel.h"
 #include "parallel/train_step.h"
@@ -92,7 +93,7 @@ Run reference(const nn::ModelConfig& c, int accum) {
   return r;
 }
 
-Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum, bool sequence_parallel) {
+Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum, const TensorParallelConfig& tp) {
   const auto model = [&] {
     nn::DeferParameters defer;
     return std::make_unique<nn::Transformer>(c);
@@ -102,7 +103,7 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum,
   config.bucket_mb = 0.01;
   config.seed = kSeed;
   config.adamw.weight_decay = 0.1f;
-  auto strategy = parallelize(*model, mesh, {.data = config, .tensor = {.sequence_parallel = sequence_parallel}});
+  auto strategy = parallelize(*model, mesh, {.data = config, .tensor = tp});
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
@@ -168,6 +169,13 @@ std::vector<std::pair<std::string, std::vector<int>>> layouts() {
   return {};
 }
 
+// Plain Megatron, sequence parallelism, and sequence parallelism with the collective matmul.
+std::vector<TensorParallelConfig> tensor_variants() {
+  return {{.sequence_parallel = false, .overlap = false},
+          {.sequence_parallel = true, .overlap = false},
+          {.sequence_parallel = true, .overlap = true}};
+}
+
 }  // namespace
 
 TEST_CASE("tensor parallelism trains exactly like the single process") {
@@ -180,14 +188,15 @@ TEST_CASE("tensor parallelism trains exactly like the single process") {
         Mesh mesh(MPI_COMM_WORLD, spec);
         mesh.context().watchdog.set_timeout(15);
         for (int zero : stages) {
-          for (bool sequence_parallel : {false, true}) {
+          for (const TensorParallelConfig tp : tensor_variants()) {
             CAPTURE(spec);
             CAPTURE(zero);
             CAPTURE(accum);
             CAPTURE(nn::arch_name(arch));
             CAPTURE(nn::remat_name(remat));
-            CAPTURE(sequence_parallel);
-            check_equal(mesh, c, ref, distributed(mesh, c, zero, accum, sequence_parallel));
+            CAPTURE(tp.sequence_parallel);
+            CAPTURE(tp.overlap);
+            check_equal(mesh, c, ref, distributed(mesh, c, zero, accum, tp));
           }
         }
       }
@@ -255,9 +264,11 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
     for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
       for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full}) {
         for (int zero : stages) {
-          for (auto [microbatches, sequence_parallel] : {std::pair{1, false}, std::pair{2, false}, std::pair{1, true},
-                                                         std::pair{2, true}}) {
-            CAPTURE(sequence_parallel);
+          for (auto [microbatches, tp] : {std::pair{1, tensor_variants()[0]}, std::pair{2, tensor_variants()[0]},
+                                          std::pair{1, tensor_variants()[1]}, std::pair{2, tensor_variants()[1]},
+                                          std::pair{1, tensor_variants()[2]}, std::pair{2, tensor_variants()[2]}}) {
+            CAPTURE(tp.sequence_parallel);
+            CAPTURE(tp.overlap);
             CAPTURE(spec);
             CAPTURE(nn::arch_name(arch));
             CAPTURE(nn::remat_name(remat));
@@ -272,7 +283,7 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             config.zero = zero;
             config.bucket_mb = 0.01;
             config.seed = kSeed;
-            const ParallelConfig parallel{.data = config, .tensor = {.sequence_parallel = sequence_parallel}};
+            const ParallelConfig parallel{.data = config, .tensor = tp};
             const StepPlan plan =
                 plan_step(*model, mesh, parallel, {.batch = kBatch, .seq_len = kSeq, .microbatches = microbatches});
             auto strategy = parallelize(*model, mesh, parallel);
@@ -308,6 +319,40 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
       }
     }
   }
+}
+
+TEST_CASE("the collective matmul equals all_gather then linear, forward and backward") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const int64_t b = 2, T = 3, D = 8, O = 5;
+  const auto values = [](int64_t count, float scale, int64_t offset) {
+    std::vector<float> v(count);
+    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
+    return v;
+  };
+  // Each rank's rows differ; weights and bias are the same everywhere.
+  const std::vector<float> mine = values(b * T * D, 0.3f, 1000 * tp.rank());
+  const std::vector<float> wv = values(O * D, 0.7f, 0), bv = values(O, 1.1f, 0);
+  Tensor x1 = Tensor::from({b, T, D}, mine).set_requires_grad(true), x2 = Tensor::from({b, T, D}, mine).set_requires_grad(true);
+  Tensor w1 = Tensor::from({O, D}, wv).set_requires_grad(true), w2 = Tensor::from({O, D}, wv).set_requires_grad(true);
+  Tensor b1 = Tensor::from({O}, bv).set_requires_grad(true), b2 = Tensor::from({O}, bv).set_requires_grad(true);
+  Tensor fused = all_gather_linear(tp, x1, w1, b1);
+  Tensor plain = ops::linear(gather_from_group(tp, x2), w2, b2);
+  REQUIRE(fused.shape() == plain.shape());
+  const auto close = [](const Tensor& a, const Tensor& c) {
+    double worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, double(std::abs(a.data()[i] - c.data()[i])));
+    return worst;
+  };
+  CHECK(close(fused, plain) <= 1e-6);
+  // A loss that weights every output element differently.
+  const Tensor weights = Tensor::from(plain.shape(), values(plain.numel(), 0.9f, 7));
+  ops::sum(ops::mul(fused, weights)).backward();
+  ops::sum(ops::mul(plain, weights)).backward();
+  CHECK(close(x1.grad(), x2.grad()) <= 1e-5);
+  CHECK(close(w1.grad(), w2.grad()) <= 1e-5);
+  CHECK(close(b1.grad(), b2.grad()) <= 1e-5);
 }
 
 TEST_CASE("the vocab-parallel loss and embedding equal the unsharded ones") {
@@ -373,6 +418,9 @@ TEST_CASE("a layout the model cannot be split over is a clear error, before any 
   c.vocab = 258;
   CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
   CHECK(error("pipe=2").find("pipeline parallelism does not train yet") != std::string::npos);
+  CHECK(user_error_of([&] {
+          Layout::from_spec("tensor=2").validate({.model = nn::ModelConfig::preset("llama-tiny"), .tp_overlap = true});
+        }).find("turn sequence parallelism on") != std::string::npos);
   const std::string sp = user_error_of([&] {
     Layout::from_spec("data=2,tensor=4").validate(
         {.model = nn::ModelConfig::preset("llama-tiny"), .global_batch = 8, .microbatches = 2, .sequence_parallel = true});

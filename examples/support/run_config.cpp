@@ -71,6 +71,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"))
       ("sequence-parallel", "tensor axis: keep norms and residuals on B/t sequences per rank (all_gather and "
        "reduce_scatter instead of all_reduce)", cxxopts::value<bool>()->default_value("false"))
+      ("tp-overlap", "with --sequence-parallel: the all_gathers before wqkv and GPT's fc as collective matmuls, "
+       "ppermute steps overlapping the matmul", cxxopts::value<bool>()->default_value("false"))
       ("link-profile", "hardware profile whose links the mesh emulates (shardlab-plan hw)",
        cxxopts::value<std::string>()->default_value("local"))
       ("link-mode", "link emulation: off, account (record emulated time) or delay (hold transfers)",
@@ -141,6 +143,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.bucket_mb = p["bucket-mb"].as<double>();
   r.overlap = p["overlap"].as<bool>();
   r.sequence_parallel = p["sequence-parallel"].as<bool>();
+  r.tp_overlap = p["tp-overlap"].as<bool>();
   r.reshard_after_forward = p["reshard-after-forward"].as<bool>();
   r.link_profile = p["link-profile"].as<std::string>();
   r.link_mode = p["link-mode"].as<std::string>();
@@ -206,7 +209,8 @@ parallel::LayoutChecks RunConfig::layout_checks() const {
           .microbatches = grad_accum,
           .zero = zero,
           .optimizer = optimizer,
-          .sequence_parallel = sequence_parallel};
+          .sequence_parallel = sequence_parallel,
+          .tp_overlap = tp_overlap};
 }
 
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {

@@ -48,6 +48,7 @@ struct RunConfig {
   bool overlap = true;
   bool reshard_after_forward = true;
   bool sequence_parallel = false;
+  bool tp_overlap = false;
   std::string link_profile = "local", link_mode = "off";
   double link_scale = 1.0;
   std::string trace;  // Chrome trace JSON of every collective, "" for none
@@ -62,7 +63,7 @@ struct RunConfig {
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;
   parallel::ParallelConfig parallel() const {
-    return {.data = data_parallel(), .tensor = {.sequence_parallel = sequence_parallel}};
+    return {.data = data_parallel(), .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap}};
   }
   // What the layout is validated against: the model, the batch and the training options.
   parallel::LayoutChecks layout_checks() const;

@@ -19,6 +19,9 @@ class Linear : public Module {
   // row-parallel layout (parallel/tensor) sums its shards' partial products here, so the
   // bias is added once.
   Hook reduce_partial;
+  // Replaces the product x · W^T + b (weight and bias as parameter_hook left them); unset,
+  // ops::linear. Tensor parallelism's collective matmul gathers x inside it.
+  std::function<Tensor(const Tensor& x, const Tensor& weight, const Tensor& bias)> product;
 };
 
 // Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V/t)

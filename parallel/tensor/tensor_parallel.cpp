@@ -6,8 +6,10 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/diff_collectives.h"
+#include "parallel/tensor/collective_matmul.h"
 #include "parallel/tensor/vocab_parallel.h"
 
 namespace shardlab::parallel {
@@ -175,6 +177,10 @@ namespace {
 // enters and leaves the tensor-parallel regions.
 struct RegionHooks {
   nn::Module::Hook enter;    // before attention and the MLP, and after the final norm
+  // With the collective matmul: entering a region whose first matmul gathers its input
+  // itself (enter_fused), and that matmul (gathering_product).
+  nn::Module::Hook enter_fused;
+  std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> gathering_product;
   nn::Module::Hook leave;    // the row-parallel matmuls' partial products, and the embedding
   nn::Module::Hook restart;  // the embedding's output: where each microbatch starts
   nn::Module::ParameterHook partial;  // parameters applied to the stream (norms, row-parallel
@@ -196,8 +202,7 @@ RegionHooks megatron_hooks(const AxisGroup& tensor) {
 // leaves it. A batch whose B the axis does not divide (an evaluation batch, decoding)
 // runs as plain Megatron instead; the embedding decides, once per forward, for every hook
 // after it (a rematerialised block's recompute sees the same decision).
-RegionHooks sequence_parallel_hooks(const AxisGroup& tensor) {
-  auto sharded = std::make_shared<bool>(false);
+RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded) {
   const RegionHooks plain = megatron_hooks(tensor);
   RegionHooks h;
   // forward: all_gather over tensor along dim 0; backward: reduce_scatter
@@ -211,6 +216,17 @@ RegionHooks sequence_parallel_hooks(const AxisGroup& tensor) {
   // forward: identity; backward: all_reduce over tensor (each rank saw its sequences only)
   h.partial = [&tensor, sharded](const std::string&, const Tensor& p) {
     return *sharded ? reduce_gradient_over(tensor, p) : p;
+  };
+  return h;
+}
+
+// Sequence parallelism whose all_gathers before wqkv and fc run as collective matmuls.
+RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded) {
+  RegionHooks h = sequence_parallel_hooks(tensor, sharded);
+  const nn::Module::Hook plain_enter = megatron_hooks(tensor).enter;
+  h.enter_fused = [sharded, plain_enter](const Tensor& x) { return *sharded ? x : plain_enter(x); };
+  h.gathering_product = [&tensor, sharded](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return *sharded ? all_gather_linear(tensor, x, w, b) : ops::linear(x, w, b);
   };
   return h;
 }
@@ -230,7 +246,10 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
     if (it != shards.end()) shard_parameter(p, it->second, seed);
   }
 
-  const RegionHooks h = config.sequence_parallel ? sequence_parallel_hooks(tensor) : megatron_hooks(tensor);
+  const auto sharded = std::make_shared<bool>(false);  // this forward's stream: split or whole
+  const RegionHooks h = config.overlap             ? overlapped_hooks(tensor, sharded)
+                        : config.sequence_parallel ? sequence_parallel_hooks(tensor, sharded)
+                                                   : megatron_hooks(tensor);
   for (auto& block : model.blocks) {
     block->attn.n_heads = c.n_heads / t;
     block->attn.n_kv_heads = kv_heads_of(c, t, rank).second;
@@ -241,10 +260,19 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
         return share_kv_gradients(tensor, w, q_rows, kv0, K);
       };
     }
-    block->attn.add_forward_pre_hook(h.enter);
+    // Attention's wqkv and GPT's fc are the only matmul reading their region's input: they
+    // can gather it themselves. SwiGLU's gate and up both read it, so it is gathered once.
+    const bool fused = static_cast<bool>(h.gathering_product);
+    block->attn.add_forward_pre_hook(fused ? h.enter_fused : h.enter);
+    if (fused) block->attn.wqkv.product = h.gathering_product;
     block->attn.wo.reduce_partial = h.leave;
     nn::Linear& row_parallel = block->mlp ? block->mlp->fc2 : block->swiglu->down;
-    (block->mlp ? static_cast<nn::Module&>(*block->mlp) : *block->swiglu).add_forward_pre_hook(h.enter);
+    if (block->mlp) {
+      block->mlp->add_forward_pre_hook(fused ? h.enter_fused : h.enter);
+      if (fused) block->mlp->fc.product = h.gathering_product;
+    } else {
+      block->swiglu->add_forward_pre_hook(h.enter);
+    }
     row_parallel.reduce_partial = h.leave;
     if (h.partial) {
       for (nn::Module* m : std::initializer_list<nn::Module*>{&block->norm1, &block->norm2, &block->attn.wo, &row_parallel}) {
@@ -300,10 +328,17 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
     partial(D, name + " weight");
     if (gpt) partial(D, name + " bias");
   };
+  // The collective matmul's all_gather: t-1 neighbour steps of this rank's rows.
+  const auto gather_into_matmul = [&](bool fused, const std::string& what) {
+    if (!sp || !config.overlap || !fused) return enter(true, what);
+    for (int s = 1; s < t; ++s) {
+      add(CollectiveOp::kPermute, activations / t, what + ", collective matmul step " + std::to_string(s));
+    }
+  };
   const auto block_forward = [&](const std::string& b) {
-    enter(true, "attention input" + b);
+    gather_into_matmul(true, "attention input" + b);
     leave(true, "attention output" + b);
-    enter(true, "MLP input" + b);
+    gather_into_matmul(gpt, "MLP input" + b);
     leave(true, "MLP output" + b);
   };
   for (int m = 0; m < microbatches; ++m) {
@@ -323,10 +358,14 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
       norm("MLP norm" + b);
       if (gpt) partial(D, "attention output bias" + b);
       leave(false, "attention output gradient" + b);
+      // The collective matmul reduce-scatters its input gradient inside its own backward,
+      // before the shared kv heads' weight gradient reaches its hook; ops::linear after.
+      const bool fused = sp && config.overlap;
+      if (fused) enter(false, "attention input gradient" + b);
       if (c.n_kv_heads < t) {
         add(CollectiveOp::kAllReduce, 2 * c.n_kv_heads * c.head_dim() * D, "shared kv head gradients" + b);
       }
-      enter(false, "attention input gradient" + b);
+      if (!fused) enter(false, "attention input gradient" + b);
       norm("attention norm" + b);
     }
     if (gpt) partial(seq_len * D, "position embedding");  // added after the embedding's reduce_scatter

@@ -91,6 +91,10 @@ struct TensorParallelConfig {
   // replace the all_reduces, and the norm, position and row-parallel bias gradients are
   // summed over the axis. Needs t to divide the sequences of a microbatch.
   bool sequence_parallel = false;
+  // The book's collective matmul (collective_matmul.h): with sequence parallelism, the
+  // all_gather before attention's wqkv and GPT's MLP fc runs as ppermute steps that
+  // overlap the matmul of the chunks already gathered.
+  bool overlap = false;
 };
 
 std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
