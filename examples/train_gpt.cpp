@@ -73,7 +73,7 @@ int train(int argc, char** argv) {
     const float lr = schedule.lr(step);
     // forward, backward (gradients sync in the last microbatch), finish, clip, step
     const parallel::StepResult r =
-        parallel::train_step(model, *dp, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace);
+        parallel::train_step(model, dp, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace);
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
@@ -82,13 +82,13 @@ int train(int argc, char** argv) {
 
     const bool last = state.step == run.steps;
     if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {
-      dp->gather_full_params();
+      dp.gather_full_params();
       report.eval(state.step, cli::evaluate(model, data, run), metrics);
-      dp->release_full_params();
+      dp.release_full_params();
     }
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
       const std::string path = cli::checkpoint_path(run.ckpt_dir, state.step);
-      cli::save_checkpoint(path, *dp, state, run, mesh.rank() == 0);
+      cli::save_checkpoint(path, mesh, dp, state, run);
       report.saved(path);
     }
     metrics.flush_row();

@@ -214,22 +214,40 @@ struct CheckpointWriter::Impl {
   }
 };
 
-CheckpointWriter::CheckpointWriter(std::string path) : impl_(std::make_unique<Impl>()) {
+CheckpointWriter::CheckpointWriter(std::string path, Mode mode) : impl_(std::make_unique<Impl>()) {
   hdf5::silence_errors();
   impl_->path = std::move(path);
   impl_->tmp_path = impl_->path + ".tmp";
-  const std::string what = "cannot create checkpoint '" + impl_->tmp_path + "'";
+  const bool append = mode == Mode::kAppend;
+  const std::string what = std::string("cannot ") + (append ? "reopen" : "create") + " checkpoint '" + impl_->tmp_path + "'";
   // The 1.10 format checksums all metadata, chunk indexes included, so a damaged file fails
   // to open or read instead of silently reading wrong values.
   Handle access(checked(H5Pcreate(H5P_FILE_ACCESS), what, kDiskHint), H5Pclose);
   checked(H5Pset_libver_bounds(access.get(), H5F_LIBVER_V110, H5F_LIBVER_LATEST), what, kDiskHint);
-  impl_->file = Handle(checked(H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), what,
-                               kDiskHint),
+  const hid_t file = append ? H5Fopen(impl_->tmp_path.c_str(), H5F_ACC_RDWR, access.get())
+                            : H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+  impl_->file = Handle(checked(file, what, append ? "every rank that writes needs the same filesystem" : kDiskHint),
                        H5Fclose);
   impl_->link_properties = Handle(checked(H5Pcreate(H5P_LINK_CREATE), what, kDiskHint), H5Pclose);
   checked(H5Pset_create_intermediate_group(impl_->link_properties.get(), 1), what, kDiskHint);
+  if (append) return;
   write_attribute(impl_->file.get(), kFormatKey, std::string(kFormatName), what);
   write_attribute(impl_->file.get(), kFormatVersionKey, kFormatVersion, what);
+}
+
+void CheckpointWriter::hand_off() {
+  check_complete();
+  checked(H5Fflush(impl_->file.get(), H5F_SCOPE_GLOBAL), "cannot flush checkpoint '" + impl_->tmp_path + "'", kDiskHint);
+  if (!impl_->file.reset()) hdf5::throw_error("cannot close checkpoint '" + impl_->tmp_path + "'", kDiskHint);
+  impl_->finished = true;  // the temporary file stays for the next writer
+}
+
+void CheckpointWriter::check_complete() const {
+  for (const auto& [name, progress] : impl_->tensors) {
+    SL_ASSERT(progress.written == numel_of(progress.shape),
+              "checkpoint tensor " + name + " has " + std::to_string(progress.written) + " of " +
+                  std::to_string(numel_of(progress.shape)) + " elements written");
+  }
 }
 
 CheckpointWriter::~CheckpointWriter() {
@@ -286,11 +304,7 @@ void CheckpointWriter::set_config(const Attributes& config) {
 
 void CheckpointWriter::commit() {
   SL_ASSERT(!impl_->finished, "checkpoint " + impl_->path + " committed twice");
-  for (const auto& [name, progress] : impl_->tensors) {
-    SL_ASSERT(progress.written == numel_of(progress.shape),
-              "checkpoint tensor " + name + " has " + std::to_string(progress.written) + " of " +
-                  std::to_string(numel_of(progress.shape)) + " elements written");
-  }
+  check_complete();
   const std::string& tmp = impl_->tmp_path;
   checked(H5Fflush(impl_->file.get(), H5F_SCOPE_GLOBAL), "cannot flush checkpoint '" + tmp + "'", kDiskHint);
   if (!impl_->file.reset()) hdf5::throw_error("cannot close checkpoint '" + tmp + "'", kDiskHint);

@@ -46,8 +46,11 @@ using Attributes = std::map<std::string, AttributeValue>;
 
 class CheckpointWriter {
  public:
-  // Creates (truncates) "<path>.tmp". Throws UserError when it cannot.
-  explicit CheckpointWriter(std::string path);
+  // kCreate creates (truncates) "<path>.tmp"; kAppend reopens the one an earlier writer
+  // handed off, to add tensors to it (each pipeline stage writes its own in turn).
+  enum class Mode { kCreate, kAppend };
+  // Throws UserError when it cannot.
+  explicit CheckpointWriter(std::string path, Mode mode = Mode::kCreate);
   ~CheckpointWriter();  // without commit(): closes and removes the temporary file
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -68,8 +71,12 @@ class CheckpointWriter {
   // Checks every tensor is complete, then flush, fsync, rename over the target, fsync the
   // directory. The writer is finished afterwards.
   void commit();
+  // Checks this writer's tensors are complete and closes "<path>.tmp" for a kAppend
+  // writer to go on with; nothing is renamed. The writer is finished afterwards.
+  void hand_off();
 
  private:
+  void check_complete() const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -26,6 +26,40 @@ void check_tensor(const nn::ModelConfig& m, int t) {
   if (m.vocab % t != 0) fail("the vocabulary", m.vocab);
 }
 
+void check_pipeline(const LayoutChecks& c, int p, int zero) {
+  const int v = c.virtual_stages, stages = p * v;
+  const int64_t L = c.model.n_layers;
+  if (p == 1) {
+    if (v > 1 || !c.pipeline_layers.empty()) {
+      throw UserError("virtual stages and a layer split need a pipe axis; add pipe=N to the mesh");
+    }
+    return;
+  }
+  if (zero == 3) {
+    throw UserError("ZeRO-3 with pipe=" + str(p) + " would gather every stage's parameters again for each of the "
+                    "pipeline's microbatches; use ZeRO stage 1 or 2 with a pipe axis");
+  }
+  if (L < stages) {
+    throw UserError("the model's " + str(L) + " layers cannot fill pipe x virtual stages = " + str(p) + " x " + str(v) +
+                    " = " + str(stages) + " stages; use fewer stages or more layers");
+  }
+  if (!c.pipeline_layers.empty()) {
+    int64_t sum = 0;
+    bool positive = true;
+    for (int64_t n : c.pipeline_layers) sum += n, positive = positive && n > 0;
+    if (static_cast<int>(c.pipeline_layers.size()) != stages || sum != L || !positive) {
+      throw UserError("the layer split gives " + str(c.pipeline_layers.size()) + " stages summing to " + str(sum) +
+                      " layers; give " + str(stages) + " positive counts (pipe x virtual stages) summing to the model's " +
+                      str(L) + " layers");
+    }
+  }
+  check(make_pipeline_schedule(c.pipeline_schedule, p, v, c.microbatches));
+  if (c.pipeline_schedule == ScheduleKind::kZeroBubble) {
+    throw UserError("the zero-bubble schedule is planned and checked (--dry-run) but its split backward does not "
+                    "train yet; use --pp-schedule gpipe, 1f1b or interleaved");
+  }
+}
+
 }  // namespace
 
 Layout Layout::from_spec(const std::string& spec) { return from_axes(parse_mesh_spec(spec)); }
@@ -49,15 +83,10 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
 }
 
 void Layout::validate(const LayoutChecks& c) const {
-  if (pipe > 1) {
-    throw UserError("mesh axis pipe=" + str(pipe) +
-                    ": pipeline parallelism does not train yet; use the data, fsdp and tensor axes "
-                    "(e.g. data=2,tensor=2)");
-  }
   if (expert > 1) {
     throw UserError("mesh axis expert=" + str(expert) +
                     ": expert parallelism needs a mixture-of-experts model, which does not train yet; use the "
-                    "data, fsdp and tensor axes");
+                    "data, fsdp, pipe and tensor axes");
   }
   if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
   if (c.zero > 0 && c.optimizer != "adamw") {
@@ -69,6 +98,7 @@ void Layout::validate(const LayoutChecks& c) const {
                     "turn sequence parallelism on with it");
   }
   if (c.microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(c.microbatches));
+  check_pipeline(c, pipe, c.zero);
   if (c.global_batch > 0) {
     if (c.global_batch % data_ranks() != 0) {
       throw UserError("global batch " + str(c.global_batch) + " is not divisible by the " + str(data_ranks()) +

@@ -15,6 +15,7 @@
 
 #include "framework/nn/config.h"
 #include "parallel/comm/mesh.h"
+#include "parallel/pipeline/schedule.h"
 
 namespace shardlab::parallel {
 
@@ -27,6 +28,9 @@ struct LayoutChecks {
   std::string optimizer = "adamw";
   bool sequence_parallel = false;  // the tensor axis must divide a microbatch's sequences
   bool tp_overlap = false;         // the collective matmul: needs sequence parallelism
+  ScheduleKind pipeline_schedule = ScheduleKind::k1F1B;
+  int virtual_stages = 1;                // per pipe rank
+  std::vector<int64_t> pipeline_layers = {};  // blocks per stage (pipe x virtual of them), or empty
 };
 
 struct Layout {
@@ -42,7 +46,8 @@ struct Layout {
   int data_ranks() const { return data * fsdp; }  // ranks that split the batch
 
   // Throws UserError, naming the values and the fix, for any axis the model or the batch
-  // cannot be split over, and for axes whose strategy does not train yet.
+  // cannot be split over, for a pipeline schedule that cannot run (its checker, too), and
+  // for axes whose strategy does not train yet.
   void validate(const LayoutChecks& checks) const;
   // Also checks that the degrees multiply to `num_ranks` (validate_mesh).
   void validate(const LayoutChecks& checks, int num_ranks) const;

@@ -1,6 +1,7 @@
 #include "parallel/parallelize.h"
 
 #include "framework/error.h"
+#include "parallel/comm/collectives.h"
 #include "parallel/fsdp/fsdp.h"
 #include "parallel/tensor/tensor_parallel.h"
 
@@ -8,28 +9,86 @@ namespace shardlab::parallel {
 
 namespace {
 
-// Tensor, then (as they land) pipeline and expert parallelism: how they split the model.
+// Tensor parallelism (expert parallelism, as it lands): how it splits the layers.
 std::shared_ptr<const ModelShards> apply_model_parallel(nn::Transformer& model, const Mesh& mesh,
                                                         const ParallelConfig& config) {
   if (!mesh.has_axis("tensor") || mesh.axis_size("tensor") == 1) return nullptr;
   return apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
 }
 
+bool has_pipe(const Mesh& mesh) { return mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1; }
+
+// A stage's leader: the rank of its pipe coordinate whose other coordinates are all 0.
+bool stage_leader(const Mesh& mesh) {
+  for (const char* axis : {"data", "fsdp", "expert", "tensor"}) {
+    if (mesh.has_axis(axis) && mesh.coord(axis) != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+void ParallelModel::gather_full_params() const {
+  if (pipeline) pipeline->gather_full_params();
+  data->gather_full_params();
+}
+
+void ParallelModel::release_full_params() const {
+  data->release_full_params();
+  if (pipeline) pipeline->release_full_params();
+}
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
                                                              const ParallelConfig& config) {
+  if (has_pipe(mesh)) {
+    throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size("pipe")) +
+                    ") is for training -- use --mesh tensor=N");
+  }
   auto shards = apply_model_parallel(model, mesh, config);
   nn::initialize_unallocated(model, config.data.seed);
   return shards;
 }
 
-std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
+ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
+  ParallelModel out;
   DataParallelConfig data = config.data;
   data.model_shards = apply_model_parallel(model, mesh, config);
+  if (has_pipe(mesh)) {
+    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
+    data.model_shards = out.pipeline->shards();
+  }
   // FSDP/DP last, over the model-parallel shards.
-  if (data.zero == 3) return make_fsdp(model, mesh, data);
-  return make_bucketed_data_parallel(model, mesh, data);
+  out.data = data.zero == 3 ? make_fsdp(model, mesh, data) : make_bucketed_data_parallel(model, mesh, data);
+  return out;
+}
+
+void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::string& path,
+                     const std::function<void(CheckpointWriter&)>& finish) {
+  const int stages = has_pipe(mesh) ? mesh.axis_size("pipe") : 1;
+  const int here = stages > 1 ? mesh.coord("pipe") : 0;
+  const bool leader = stage_leader(mesh);
+  for (int stage = 0; stage < stages; ++stage) {
+    if (stage == here) {
+      std::unique_ptr<CheckpointWriter> writer;
+      if (leader) {
+        const auto mode = stage == 0 ? CheckpointWriter::Mode::kCreate : CheckpointWriter::Mode::kAppend;
+        writer = std::make_unique<CheckpointWriter>(path, mode);
+      }
+      model->save(writer.get());
+      if (writer && stages == 1) {
+        finish(*writer);
+        return writer->commit();
+      }
+      if (writer) writer->hand_off();
+    }
+    float token = 0.0f;  // the next stage's leader appends only once this one has closed the file
+    if (stages > 1) all_reduce(mesh.axis("pipe"), {&token, 1});
+  }
+  if (stages > 1 && mesh.rank() == 0) {
+    CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);
+    finish(writer);
+    writer.commit();
+  }
 }
 
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step) {
@@ -37,26 +96,37 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   const int64_t rows = step.batch / DataAxes::of(mesh).all->size() / step.microbatches;
   const bool tensor = mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1;
   StepPlan plan;
-  // Tensor parallelism's hooks run inside forward and backward; the data-parallel
-  // collectives follow on other groups, and the gradient norm's sum over tensor last.
+  // Tensor parallelism's hooks run inside forward and backward (the pipeline's loss
+  // follows them); the data-parallel collectives come next on other groups, and the
+  // gradient norm's sum over the model-parallel ranks last.
   plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
-  // The data-parallel strategy sees this rank's tensor shards: plan it on a model of
-  // their shapes (built deferred, so it costs nothing), leaving `model` untouched.
+  if (has_pipe(mesh)) plan_pipeline_step(plan, mesh);
+  // The data-parallel strategy sees this rank's tensor shards of its pipeline stages: plan
+  // it on a model of their shapes (built deferred, so it costs nothing), leaving `model`
+  // untouched.
   std::unique_ptr<nn::Transformer> local;
-  if (tensor) {
+  if (tensor || has_pipe(mesh)) {
     nn::DeferParameters defer;
     local = std::make_unique<nn::Transformer>(model.config);
+  }
+  if (tensor) {
     const auto shards = tensor_shards(model.config, mesh.axis_size("tensor"), mesh.coord("tensor"));
     for (const nn::Parameter& p : local->parameters()) {
       const auto it = shards.find(p.name);
       if (it != shards.end()) *p.tensor = Tensor::unallocated(it->second.local());
     }
   }
+  if (has_pipe(mesh)) drop_other_stages(*local, mesh, config.pipeline);
   nn::Transformer& sharded = local ? *local : model;
   const StepPlan data = config.data.zero == 3 ? plan_fsdp_step(sharded, mesh, config.data, step.microbatches)
                                               : plan_bucketed_step(sharded, mesh, config.data);
   plan.insert(plan.end(), data.begin(), data.end());
-  if (tensor) add_planned(plan, mesh, {"tensor", CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
+  if (tensor || has_pipe(mesh)) {
+    std::vector<std::string> model_axes;
+    if (has_pipe(mesh)) model_axes.push_back("pipe");
+    if (tensor) model_axes.push_back("tensor");
+    add_planned(plan, mesh, {mesh.group(model_axes).name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
+  }
   return plan;
 }
 

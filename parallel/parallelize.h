@@ -1,9 +1,11 @@
 // parallelize(model, mesh, config): the one way a model is parallelised (DESIGN 3).
 //
 // It applies the strategies from outside the model in a fixed order -- tensor, then
-// pipeline, then expert, then FSDP/DP -- and returns the data-parallel strategy that owns
-// the gradient reduction, the sharded optimizer state and checkpoint I/O. The caller's
-// training loop then reads as llm.c's:
+// pipeline, then expert, then FSDP/DP -- and returns them as a ParallelModel: the pipeline
+// (which runs a step's forward and backward passes when there is a pipe axis) and the
+// data-parallel strategy that owns the gradient reduction, the sharded optimizer state
+// and checkpoint I/O. train_step (train_step.h) is the training step over it; written
+// out without a pipeline it reads as llm.c's loop:
 //
 //   const Layout layout = Layout::from_spec(spec);
 //   layout.validate({.model = config, .global_batch = B, .microbatches = k}, world);
@@ -22,12 +24,16 @@
 // config.data.seed, each rank only what it keeps; every layout starts from the same model.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "framework/nn/transformer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
+
 #include "parallel/data_parallel/data_parallel.h"
+#include "parallel/pipeline/pipeline.h"
 #include "parallel/tensor/tensor_parallel.h"
 
 namespace shardlab::parallel {
@@ -35,13 +41,37 @@ namespace shardlab::parallel {
 struct ParallelConfig {
   DataParallelConfig data = {};      // ZeRO stage, buckets, optimizer, seed
   TensorParallelConfig tensor = {};  // sequence parallelism
+  PipelineConfig pipeline = {};      // schedule, virtual stages, microbatches, split
 };
 
-// Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h) when the
-// mesh has a tensor axis, then data and fsdp (data_parallel/, fsdp/). Layout::validate
-// has checked the model and batch against the axes on every rank beforehand.
+// The strategies parallelize() applied, as a training step uses them: the pipeline (if
+// the mesh has a pipe axis) runs the forward and backward passes, the data-parallel
+// strategy owns the gradient reduction, the optimizer and checkpoint I/O. It reads as a
+// pointer to the latter: dp->finish_gradients(), *dp.
+struct ParallelModel {
+  std::unique_ptr<DataParallel> data;
+  std::unique_ptr<PipelineParallel> pipeline;  // nullptr without a pipe axis
 
-std::unique_ptr<DataParallel> parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
+  DataParallel* operator->() const { return data.get(); }
+  DataParallel& operator*() const { return *data; }
+  // The whole model in the model's tensors on every rank, for evaluation and decoding,
+  // until release_full_params().
+  void gather_full_params() const;
+  void release_full_params() const;
+};
+
+// Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h), then pipe
+// (pipeline/pipeline.h), then data and fsdp (data_parallel/, fsdp/). Layout::validate
+// has checked the model and batch against the axes on every rank beforehand.
+ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
+
+// Collective over the mesh: writes every parameter and its optimizer state, unsharded, to
+// the checkpoint at `path`; then `finish` adds the run's attributes on mesh rank 0, which
+// commits the file. Without a pipe axis rank 0 writes it all; with one, each stage's
+// leader (its rank whose other coordinates are 0) writes its stages' tensors into the
+// same file in turn -- so those ranks need a filesystem they share.
+void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::string& path,
+                     const std::function<void(CheckpointWriter&)>& finish);
 
 // Inference (generate): only the model-parallel strategies, tensor today -- no optimizer,
 // no gradient reduction. Deferred parameters are allocated (each rank its shards) and

@@ -2,14 +2,25 @@
 
 #include <optional>
 
+#include "framework/error.h"
 #include "framework/ops.h"
 
 namespace shardlab::parallel {
 
-StepResult train_step(nn::Transformer& model, DataParallel& strategy, const data::Batch& batch, int microbatches,
-                      float lr, double max_norm, CommTrace* trace) {
+StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, const data::Batch& batch,
+                      int microbatches, float lr, double max_norm, CommTrace* trace) {
   StepResult result;
-  for (int i = 0; i < microbatches; ++i) {
+  DataParallel& strategy = *parallel;
+  if (parallel.pipeline) {
+    SL_ASSERT(parallel.pipeline->schedule().microbatches == microbatches,
+              "the pipeline was built for " + std::to_string(parallel.pipeline->schedule().microbatches) +
+                  " microbatches, the step has " + std::to_string(microbatches));
+    // The schedule interleaves the microbatches' backward passes: nothing is reduced
+    // until it has finished (a no-sync scope over the whole schedule).
+    strategy.begin_microbatch(0, 2);
+    result.loss = parallel.pipeline->forward_backward(batch, trace);
+  }
+  for (int i = 0; i < microbatches && !parallel.pipeline; ++i) {
     std::optional<ComputeSpan> span;
     if (trace) span.emplace(*trace, "forward+backward");
     strategy.begin_microbatch(i, microbatches);  // gradients sync only in the last backward

@@ -1,27 +1,29 @@
 // One optimizer step of a parallelised model, written once for every program that trains
 // (train_gpt, the tests, the benchmarks), and reading as llm.c's loop: for each of k
 // microbatches forward and backward of its mean loss scaled by 1/k (gradients are
-// communicated only during the last), then finish the gradients, clip, step, zero.
+// communicated only during the last), then finish the gradients, clip, step, zero. With
+// a pipeline the schedule runs the k microbatches' forward and backward passes instead,
+// and the gradients are reduced once it has finished.
 //
 //   auto strategy = parallelize(model, mesh, config);
-//   const StepResult r = train_step(model, *strategy, loader.next(), k, schedule.lr(step), 1.0);
+//   const StepResult r = train_step(model, strategy, loader.next(), k, schedule.lr(step), 1.0);
 #pragma once
 
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
 #include "parallel/comm/comm_trace.h"
-#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/parallelize.h"
 
 namespace shardlab::parallel {
 
 struct StepResult {
-  double loss = 0.0;       // mean over this rank's microbatches (its rows of the global batch)
+  double loss = 0.0;       // mean over this rank's microbatches (its rows of the global batch), on every pipe rank
   double grad_norm = 0.0;  // global gradient norm before clipping
 };
 
 // `batch` is this rank's rows of the global batch. With a trace, each microbatch's
 // forward and backward is a span on its compute lane.
-StepResult train_step(nn::Transformer& model, DataParallel& strategy, const data::Batch& batch, int microbatches,
+StepResult train_step(nn::Transformer& model, const ParallelModel& strategy, const data::Batch& batch, int microbatches,
                       float lr, double max_norm, CommTrace* trace = nullptr);
 
 }  // namespace shardlab::parallel

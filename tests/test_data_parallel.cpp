@@ -99,7 +99,7 @@ Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool res
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
   for (int s = 0; s < kSteps; ++s) {
-    const StepResult step = train_step(model, *dp, loader.next(), accum, kLr, 1.0);
+    const StepResult step = train_step(model, dp, loader.next(), accum, kLr, 1.0);
     r.grad_norms.push_back(step.grad_norm);
     double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());

@@ -38,7 +38,7 @@ std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& con
   const data::Batch batch = loader.next();
   mesh.context().trace.clear();
   mesh.context().trace.set_recording(true);
-  train_step(*model, *dp, batch, microbatches, 1e-3f, 1.0);
+  train_step(*model, dp, batch, microbatches, 1e-3f, 1.0);
   mesh.context().trace.set_recording(false);
   std::vector<CommRecord> events = mesh.context().trace.events();
   std::stable_sort(events.begin(), events.end(), [](const CommRecord& a, const CommRecord& b) { return a.start < b.start; });

@@ -108,7 +108,7 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum,
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
   Run r;
   for (int s = 0; s < kSteps; ++s) {
-    const StepResult step = train_step(*model, *strategy, loader.next(), accum, kLr, 1.0);
+    const StepResult step = train_step(*model, strategy, loader.next(), accum, kLr, 1.0);
     r.grad_norms.push_back(step.grad_norm);
     double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
@@ -291,7 +291,7 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
             mesh.context().trace.clear();
             mesh.context().trace.set_recording(true);
-            train_step(*model, *strategy, loader.next(), microbatches, kLr, 1.0);
+            train_step(*model, strategy, loader.next(), microbatches, kLr, 1.0);
             mesh.context().trace.set_recording(false);
             std::map<std::string, std::vector<PlannedCollective>> planned;
             std::map<std::string, std::vector<CommRecord>> ran;
@@ -417,7 +417,7 @@ TEST_CASE("a layout the model cannot be split over is a clear error, before any 
   c = nn::ModelConfig::preset("llama-tiny");
   c.vocab = 258;
   CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
-  CHECK(error("pipe=2").find("pipeline parallelism does not train yet") != std::string::npos);
+  CHECK(error("expert=2").find("expert parallelism needs a mixture-of-experts model") != std::string::npos);
   CHECK(user_error_of([&] {
           Layout::from_spec("tensor=2").validate({.model = nn::ModelConfig::preset("llama-tiny"), .tp_overlap = true});
         }).find("turn sequence parallelism on") != std::string::npos);

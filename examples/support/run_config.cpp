@@ -16,6 +16,27 @@ int64_t get_int(const Attributes& a, const std::string& key, const std::string& 
   return std::get<int64_t>(it->second);
 }
 
+// "3,5" -> {3, 5}; "" -> {}.
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    size_t used = 0;
+    try {
+      out.push_back(std::stoll(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw UserError(flag + " '" + text + "' is not a comma-separated list of integers, e.g. 3,5");
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(int argc, const char* const* argv) {
@@ -62,7 +83,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "print this help");
   o.add_options("parallel")
-      ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2 (data and fsdp: ZeRO below; tensor: Megatron tensor parallelism)", cxxopts::value<std::string>()->default_value(r.mesh))
+      ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2 (data and fsdp: ZeRO below; pipe: pipeline stages; "
+       "tensor: Megatron tensor parallelism)", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
       ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
@@ -71,6 +93,11 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"))
       ("sequence-parallel", "tensor axis: keep norms and residuals on B/t sequences per rank (all_gather and "
        "reduce_scatter instead of all_reduce)", cxxopts::value<bool>()->default_value("false"))
+      ("pp-schedule", "pipe axis: gpipe, 1f1b, interleaved (with --pp-virtual) or zero-bubble; its microbatches "
+       "are --grad-accum's", cxxopts::value<std::string>()->default_value(r.pp_schedule))
+      ("pp-virtual", "pipe axis: stages per rank for the interleaved schedule", cxxopts::value<int>()->default_value("1"))
+      ("pp-layers", "pipe axis: blocks per stage, e.g. 3,5 (default: balanced by the cost model's FLOPs)",
+       cxxopts::value<std::string>()->default_value(""))
       ("tp-overlap", "with --sequence-parallel: the all_gathers before wqkv and GPT's fc as collective matmuls, "
        "ppermute steps overlapping the matmul", cxxopts::value<bool>()->default_value("false"))
       ("link-profile", "hardware profile whose links the mesh emulates (shardlab-plan hw)",
@@ -144,6 +171,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.overlap = p["overlap"].as<bool>();
   r.sequence_parallel = p["sequence-parallel"].as<bool>();
   r.tp_overlap = p["tp-overlap"].as<bool>();
+  r.pp_schedule = p["pp-schedule"].as<std::string>();
+  r.pp_virtual = p["pp-virtual"].as<int>();
+  r.pp_layers = parse_int_list("--pp-layers", p["pp-layers"].as<std::string>());
   r.reshard_after_forward = p["reshard-after-forward"].as<bool>();
   r.link_profile = p["link-profile"].as<std::string>();
   r.link_mode = p["link-mode"].as<std::string>();
@@ -182,6 +212,8 @@ void RunConfig::validate() const {
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
   if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");
   if (threads < 0) throw UserError("--threads must not be negative, got " + std::to_string(threads));
+  parallel::parse_schedule_kind(pp_schedule);  // names the choices
+  require_positive("--pp-virtual", pp_virtual);
 }
 
 Attributes RunConfig::to_attributes() const {
@@ -210,7 +242,10 @@ parallel::LayoutChecks RunConfig::layout_checks() const {
           .zero = zero,
           .optimizer = optimizer,
           .sequence_parallel = sequence_parallel,
-          .tp_overlap = tp_overlap};
+          .tp_overlap = tp_overlap,
+          .pipeline_schedule = parallel::parse_schedule_kind(pp_schedule),
+          .virtual_stages = pp_virtual,
+          .pipeline_layers = pp_layers};
 }
 
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {

@@ -49,6 +49,9 @@ struct RunConfig {
   bool reshard_after_forward = true;
   bool sequence_parallel = false;
   bool tp_overlap = false;
+  std::string pp_schedule = "1f1b";
+  int pp_virtual = 1;
+  std::vector<int64_t> pp_layers;  // blocks per pipeline stage, empty: balanced by cost
   std::string link_profile = "local", link_mode = "off";
   double link_scale = 1.0;
   std::string trace;  // Chrome trace JSON of every collective, "" for none
@@ -63,7 +66,12 @@ struct RunConfig {
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;
   parallel::ParallelConfig parallel() const {
-    return {.data = data_parallel(), .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap}};
+    return {.data = data_parallel(),
+            .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},
+            .pipeline = {.schedule = parallel::parse_schedule_kind(pp_schedule),
+                         .virtual_stages = pp_virtual,
+                         .microbatches = grad_accum,
+                         .layers = pp_layers}};
   }
   // What the layout is validated against: the model, the batch and the training options.
   parallel::LayoutChecks layout_checks() const;

@@ -33,22 +33,19 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
   return (std::filesystem::path(dir) / name).string();
 }
 
-void save_checkpoint(const std::string& path, parallel::DataParallel& dp, const TrainState& state,
-                     const RunConfig& run, bool leader) {
-  std::unique_ptr<CheckpointWriter> writer;
-  if (leader) {
+void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const parallel::ParallelModel& model,
+                     const TrainState& state, const RunConfig& run) {
+  if (mesh.rank() == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
-    writer = std::make_unique<CheckpointWriter>(path);
   }
-  dp.save(writer.get());
-  if (!writer) return;
-  writer->set_attribute("optimizer_step", dp.optimizer_step());
-  writer->set_attribute("step", state.step);
-  writer->set_attribute("data_position", state.data_position);
-  writer->set_attribute("seed", static_cast<int64_t>(run.seed));
-  writer->set_config(run.to_attributes());
-  writer->commit();
+  parallel::save_checkpoint(mesh, model, path, [&](CheckpointWriter& writer) {
+    writer.set_attribute("optimizer_step", model->optimizer_step());
+    writer.set_attribute("step", state.step);
+    writer.set_attribute("data_position", state.data_position);
+    writer.set_attribute("seed", static_cast<int64_t>(run.seed));
+    writer.set_config(run.to_attributes());
+  });
 }
 
 TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, const nn::ModelConfig& expected) {

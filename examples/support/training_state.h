@@ -12,7 +12,7 @@
 
 #include "examples/support/run_config.h"
 #include "framework/nn/module.h"
-#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/parallelize.h"
 
 namespace shardlab::cli {
 
@@ -24,9 +24,9 @@ struct TrainState {
 // "<dir>/ckpt_000300.h5"
 std::string checkpoint_path(const std::string& dir, int64_t step);
 
-// Collective over the data-parallel ranks; the leader (rank 0) writes the file atomically.
-void save_checkpoint(const std::string& path, parallel::DataParallel& dp, const TrainState& state,
-                     const RunConfig& run, bool leader);
+// Collective over the mesh; the file is written atomically (parallel::save_checkpoint).
+void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const parallel::ParallelModel& model,
+                     const TrainState& state, const RunConfig& run);
 
 // Checks that the checkpoint was written for the same model (UserError naming what
 // differs), then every rank reads the parameters and optimizer state it owns.

@@ -59,7 +59,9 @@ Tensor Module::post_hooked(Tensor y) const {
 }
 
 void Module::collect(const std::string& prefix, std::vector<Parameter>& out) {
-  for (const Parameter& p : own_) out.push_back({prefix + p.name, p.tensor, p.init, p.decay});
+  for (const Parameter& p : own_) {
+    if (p.tensor->defined()) out.push_back({prefix + p.name, p.tensor, p.init, p.decay});
+  }
   for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 

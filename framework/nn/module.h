@@ -40,7 +40,9 @@ class Module {
   Module& operator=(const Module&) = delete;
   virtual ~Module() = default;
 
-  // Every parameter below this module with its full name, in registration order.
+  // Every parameter below this module with its full name, in registration order. A slot
+  // a strategy has emptied (Tensor(): a pipeline stage drops the layers other stages
+  // hold) is not listed.
   std::vector<Parameter> parameters();
   std::vector<std::pair<std::string, Tensor>> named_parameters();
   int64_t num_parameters();

@@ -98,7 +98,13 @@ Tensor Transformer::logits(std::span<const int32_t> ids, int64_t B, int64_t T) c
 
 Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
                          double denominator) const {
-  Tensor h = head_output(ids, B, T);
+  Tensor x = embed(ids, B, T, 0);
+  for (const auto& block : blocks) x = (*block)(x);
+  return head_loss(x, targets, denominator);
+}
+
+Tensor Transformer::head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator) const {
+  Tensor h = head(x);
   return loss_function ? loss_function(h, targets, denominator) : ops::cross_entropy(h, targets, denominator);
 }
 

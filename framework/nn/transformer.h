@@ -51,6 +51,11 @@ class Transformer : public Module {
   // Inference: logits [B * n, V] of n new positions, using and extending the cache.
   Tensor decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const;
 
+  // The pieces loss() runs in order, for a pipeline stage (parallel/pipeline) that holds
+  // only some of them: the embedding [B * T, D], the blocks, and the head's loss.
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset = 0) const;
+  Tensor head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator = 0.0) const;
+
   const ModelConfig config;
   Embedding wte;
   std::unique_ptr<Embedding> wpe;  // GPT only
@@ -65,7 +70,6 @@ class Transformer : public Module {
   Hook logits_hook;
 
  private:
-  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset) const;
   Tensor head(const Tensor& x) const;
   Tensor head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const;  // embed, blocks, head
 };

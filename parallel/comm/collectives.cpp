@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include "framework/error.h"
 #include "parallel/comm/comm_context.h"
@@ -52,6 +53,24 @@ std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
   return s;
 }
 
+bool point_to_point(CollectiveOp op) { return op == CollectiveOp::kSend || op == CollectiveOp::kRecv; }
+
+// Waits for point-to-point requests without holding the core: a pipeline stage can wait
+// a whole stage's compute for its input, and the ranks computing meanwhile may share its
+// core (several ranks per core, or its OpenMP threads). Spins briefly, then sleeps
+// between polls, backing off from 10 us to 1 ms -- noise beside a stage's compute.
+void wait_patiently(std::vector<MPI_Request>& requests) {
+  const auto spin_until = Clock::now() + std::chrono::microseconds(100);
+  auto pause = std::chrono::microseconds(10);
+  for (int finished = 0;;) {
+    SL_MPI(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &finished, MPI_STATUSES_IGNORE));
+    if (finished) return;
+    if (Clock::now() < spin_until) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
 // Finishes the collective if it can (always, when blocking); records it once done.
 bool progress(CollectiveHandle::State& s, bool block) {
   if (s.done) return true;
@@ -69,7 +88,10 @@ bool progress(CollectiveHandle::State& s, bool block) {
     // MPI hides a native collective's hops: emulate it as a whole at its predicted time.
     emulated = s.record.predicted;
     const int count = static_cast<int>(s.requests.size());
-    if (block) {
+    if (block && point_to_point(s.record.op)) {
+      wait_patiently(s.requests);
+      links.hold_until(s.held_until);
+    } else if (block) {
       SL_MPI(MPI_Waitall(count, s.requests.data(), MPI_STATUSES_IGNORE));
       links.hold_until(s.held_until);
     } else {
@@ -112,9 +134,10 @@ CollectiveHandle start(const Plan& p) {
 }
 
 // Blocking form: native calls MPI's blocking collective (faster than its nonblocking
-// twin for small messages); the neighbour algorithms run their schedule to the end.
+// twin for small messages); the neighbour algorithms run their schedule to the end, and
+// point-to-point waits patiently.
 void run(const Plan& p) {
-  if (p.launch.algorithm != Algorithm::kNative) {
+  if (p.launch.algorithm != Algorithm::kNative || point_to_point(p.launch.op)) {
     start(p).wait();
     return;
   }
