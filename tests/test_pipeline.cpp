@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -162,13 +161,8 @@ void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, con
   if (got.local.contains("wte.weight")) CHECK_MESSAGE(wte == got.local.at("wte.weight"), "tied embedding differs");
 }
 
-// The full matrix at -n 4 takes minutes on 2 cores (four ranks share them, and a stage's
-// collectives wait for ranks the others keep busy): ctest -L long runs it
-// (SHARDLAB_FULL_MATRIX=1); the default suite runs a cover of it.
-bool full_matrix() { return std::getenv("SHARDLAB_FULL_MATRIX") != nullptr; }
-
-// The pipeline layouts of this job, for a model of architecture `arch`.
-std::vector<Case> cases(nn::Arch arch) {
+// The pipeline layouts of this job.
+std::vector<Case> cases() {
   using K = ScheduleKind;
   const int n = world_size();
   if (n == 2) {
@@ -176,11 +170,6 @@ std::vector<Case> cases(nn::Arch arch) {
             {"data=1,pipe=2", K::k1F1B},
             {"data=1,pipe=2", K::kInterleaved, 2},
             {"data=1,pipe=2", K::k1F1B, 1, {1, 3}}};
-  }
-  if (n == 4 && !full_matrix()) {
-    std::vector<Case> cover{{"data=1,pipe=4", K::k1F1B}, {"data=2,pipe=2", K::k1F1B, 1, {}, 1}};
-    if (arch == nn::Arch::Gpt) cover.push_back({"data=1,pipe=2,tensor=2", K::k1F1B});
-    return cover;
   }
   if (n == 4) {
     return {{"data=1,pipe=4", K::kGPipe},
@@ -198,10 +187,9 @@ std::vector<Case> cases(nn::Arch arch) {
 TEST_CASE("pipeline parallelism trains exactly like the single process") {
   for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
     for (auto [remat, accum] : {std::pair{nn::Remat::None, 4}, std::pair{nn::Remat::Full, 2}}) {
-      if (world_size() == 4 && !full_matrix() && (remat == nn::Remat::Full) == (arch == nn::Arch::Gpt)) continue;
       const nn::ModelConfig c = model_config(arch, remat);
       const Run ref = reference(c, accum);
-      for (const Case& k : cases(arch)) {
+      for (const Case& k : cases()) {
         CAPTURE(k.mesh);
         CAPTURE(to_string(k.schedule));
         CAPTURE(k.virtual_stages);

@@ -58,7 +58,7 @@ bool point_to_point(CollectiveOp op) { return op == CollectiveOp::kSend || op ==
 // Waits for point-to-point requests without holding the core: a pipeline stage can wait
 // a whole stage's compute for its input, and the ranks computing meanwhile may share its
 // core (several ranks per core, or its OpenMP threads). Spins briefly, then sleeps
-// between polls, backing off from 10 us to 1 ms -- noise beside a stage's compute.
+// between polls, backing off from 10 us to 200 us -- noise beside a stage's compute.
 void wait_patiently(std::vector<MPI_Request>& requests) {
   const auto spin_until = Clock::now() + std::chrono::microseconds(100);
   auto pause = std::chrono::microseconds(10);
@@ -67,7 +67,7 @@ void wait_patiently(std::vector<MPI_Request>& requests) {
     if (finished) return;
     if (Clock::now() < spin_until) continue;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
   }
 }
 
