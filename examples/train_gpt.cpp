@@ -63,7 +63,7 @@ int train(int argc, char** argv) {
     state = cli::load_checkpoint(run.resume, *dp, run.model);
     loader.set_position(state.data_position);
   }
-  cli::RunReport report(run, mesh, *dp, model, data, plan);  // prints on rank 0 only
+  cli::RunReport report(run, mesh, dp, data, plan);  // prints on rank 0 only
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", /*append=*/!run.resume.empty());
 
   for (int64_t step = state.step; step < run.steps; ++step) {

@@ -162,4 +162,26 @@ void run_backward(const Tensor& root, const Tensor& seed) {
   }
 }
 
+namespace {
+thread_local WeightGradients* deferring_into = nullptr;
+}  // namespace
+
+void WeightGradients::add(Tensor leaf, std::function<Tensor()> compute) {
+  pending_.emplace_back(std::move(leaf), std::move(compute));
+}
+
+void WeightGradients::run() {
+  for (auto& [leaf, compute] : pending_) accumulate_grad(leaf, compute());
+  pending_.clear();
+}
+
+DeferWeightGradients::DeferWeightGradients(WeightGradients& into) : previous_(deferring_into) { deferring_into = &into; }
+DeferWeightGradients::~DeferWeightGradients() { deferring_into = previous_; }
+
+bool defer_gradient(const Tensor& leaf, std::function<Tensor()> compute) {
+  if (!deferring_into || !is_leaf(leaf)) return false;
+  deferring_into->add(leaf, std::move(compute));
+  return true;
+}
+
 }  // namespace shardlab

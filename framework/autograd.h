@@ -63,4 +63,39 @@ void run_backward(const Tensor& root, const Tensor& seed);
 // Adds `delta` into `target`'s gradient (allocating it on first use) and fires its hooks.
 void accumulate_grad(Tensor& target, const Tensor& delta);
 
+// Weight gradients set aside for later: a zero-bubble pipeline splits a backward pass into
+// the input-gradient pass (what the previous stage waits for) and a weight-gradient pass
+// run later to fill a bubble. While a DeferWeightGradients guard is alive on this thread,
+// an op's backward hands the gradient of a leaf weight to defer_gradient() instead of
+// returning it (linear does, for its weight and bias); run() computes them and
+// accumulates them into .grad, in the order they were deferred.
+//
+//   WeightGradients weights;
+//   { DeferWeightGradients defer(weights); run_backward(y, gy); }  // input gradients only
+//   weights.run();                                                  // later: the weights'
+class WeightGradients {
+ public:
+  void add(Tensor leaf, std::function<Tensor()> compute);
+  void run();
+  bool empty() const { return pending_.empty(); }
+
+ private:
+  std::vector<std::pair<Tensor, std::function<Tensor()>>> pending_;
+};
+
+class DeferWeightGradients {
+ public:
+  explicit DeferWeightGradients(WeightGradients& into);
+  ~DeferWeightGradients();
+  DeferWeightGradients(const DeferWeightGradients&) = delete;
+  DeferWeightGradients& operator=(const DeferWeightGradients&) = delete;
+
+ private:
+  WeightGradients* previous_;
+};
+
+// Defers `leaf`'s gradient, computed by `compute`, when a DeferWeightGradients is alive
+// and `leaf` is a leaf that requires a gradient; false (nothing deferred) otherwise.
+bool defer_gradient(const Tensor& leaf, std::function<Tensor()> compute);
+
 }  // namespace shardlab

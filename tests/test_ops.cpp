@@ -1,8 +1,10 @@
 // Gradient checks for every framework op, plus forward checks against direct formulas.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "framework/autograd.h"
 #include "framework/memory.h"
 #include "framework/ops.h"
 #include "tests/gradcheck.h"
@@ -174,4 +176,29 @@ TEST_CASE("a leaf used twice gets one accumulation and one hook call per backwar
   ops::sum(w).backward();  // a second pass accumulates and calls the hook again
   CHECK(calls == 2);
   for (int i = 0; i < 3; ++i) CHECK(w.grad().data()[i] == doctest::Approx(2 * w.data()[i] + 4));
+}
+
+TEST_CASE("deferred weight gradients: the input-gradient pass leaves linear's weight and bias for later") {
+  const Tensor x = random_tensor({6, 5}, 1).set_requires_grad(true);
+  const Tensor w = random_tensor({4, 5}, 2).set_requires_grad(true);
+  const Tensor b = random_tensor({4}, 3).set_requires_grad(true);
+  const Tensor x_ref = random_tensor({6, 5}, 1).set_requires_grad(true);
+  const Tensor w_ref = random_tensor({4, 5}, 2).set_requires_grad(true);
+  const Tensor b_ref = random_tensor({4}, 3).set_requires_grad(true);
+  ops::sum(ops::gelu(ops::linear(x_ref, w_ref, b_ref))).backward();
+
+  WeightGradients weights;
+  {
+    DeferWeightGradients defer(weights);
+    ops::sum(ops::gelu(ops::linear(x, w, b))).backward();
+  }
+  CHECK(x.grad().span().size() == x_ref.grad().span().size());
+  CHECK(std::equal(x.grad().span().begin(), x.grad().span().end(), x_ref.grad().span().begin()));
+  CHECK_FALSE(w.grad().defined());
+  CHECK_FALSE(b.grad().defined());
+  CHECK_FALSE(weights.empty());
+  weights.run();
+  CHECK(weights.empty());
+  CHECK(std::equal(w.grad().span().begin(), w.grad().span().end(), w_ref.grad().span().begin()));
+  CHECK(std::equal(b.grad().span().begin(), b.grad().span().end(), b_ref.grad().span().begin()));
 }

@@ -169,11 +169,14 @@ std::vector<Case> cases() {
     return {{"data=1,pipe=2", K::kGPipe},
             {"data=1,pipe=2", K::k1F1B},
             {"data=1,pipe=2", K::kInterleaved, 2},
+            {"data=1,pipe=2", K::kZeroBubble},
             {"data=1,pipe=2", K::k1F1B, 1, {1, 3}}};
   }
   if (n == 4) {
     return {{"data=1,pipe=4", K::kGPipe},
             {"data=1,pipe=4", K::k1F1B},
+            {"data=1,pipe=4", K::kZeroBubble},
+            {"data=2,pipe=2", K::kZeroBubble, 1, {}, 1},
             {"data=2,pipe=2", K::k1F1B, 1, {}, 0},
             {"data=2,pipe=2", K::k1F1B, 1, {}, 1},
             {"data=2,pipe=2", K::kInterleaved, 2, {}, 2},

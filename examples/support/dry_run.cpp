@@ -1,5 +1,6 @@
 #include "examples/support/dry_run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -32,6 +33,18 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
   std::printf("the collectives of one step on rank 0; all %d ranks plan the same on every group they share\n",
               mesh.size());
   std::printf("%s", parallel::format_plan(mesh, plan).c_str());
+  if (mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1) {
+    const parallel::PipelineConfig pp = run.parallel().pipeline;
+    const parallel::PipelineSchedule schedule =
+        parallel::make_pipeline_schedule(pp.schedule, mesh.axis_size("pipe"), pp.virtual_stages, pp.microbatches);
+    const parallel::ScheduleCheck check = parallel::check(schedule);
+    std::printf("pipeline %s over pipe=%d, %d microbatches: every send meets its receive, no deadlock; bubble %.1f%% "
+                "(the book's closed form %.1f%%), at most %d microbatches in flight on a rank\n",
+                parallel::to_string(pp.schedule).c_str(), schedule.ranks, schedule.microbatches, 100 * check.bubble,
+                100 * parallel::predicted_bubble(pp.schedule, schedule.ranks, pp.virtual_stages, pp.microbatches),
+                *std::max_element(check.peak_in_flight.begin(), check.peak_in_flight.end()));
+    std::printf("%s", parallel::render_timeline(schedule, check).c_str());
+  }
   const double comm = parallel::planned_seconds(mesh, plan);
   std::printf("predict %.3f ms of communication per step if none of it overlapped (%s links x%g), %.1f GFLOP of "
               "compute per rank",

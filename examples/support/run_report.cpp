@@ -25,6 +25,13 @@ void print_memory(const char* when) {
               format_bytes(MemoryTracker::peak(MemoryCategory::Communication)).c_str());
 }
 
+// The whole model's parameter count, whatever part of it this rank holds (a deferred
+// model costs no memory).
+double whole_model_parameters(const nn::ModelConfig& config) {
+  nn::DeferParameters defer;
+  return static_cast<double>(nn::Transformer(config).num_parameters());
+}
+
 }  // namespace
 
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh) {
@@ -40,9 +47,9 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh)
   return cost::estimate_train_step(tc, layout, cost::hardware("local")).compute_seconds;
 }
 
-RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
-                     nn::Transformer& model, const DataSource& data, const parallel::StepPlan& plan)
-    : run_(run), mesh_(mesh) {
+RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
+                     const DataSource& data, const parallel::StepPlan& plan)
+    : run_(run), mesh_(mesh), pipeline_(parallel.pipeline.get()) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data_axes_ = axes.all->name();
   float peak = static_cast<float>(measure_peak_flops(omp_get_max_threads()));
@@ -62,9 +69,14 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   if (comm.contains("tensor")) predicted_tensor_ = comm.at("tensor");
   predicted_step_ = calibrated ? std::max(compute, comm_total) : 0.0;
   if (!leader()) return;
-  std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), model.num_parameters() / 1e6);
+  std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), whole_model_parameters(run.model) / 1e6);
   std::printf("data    %s\n", data.train->describe().c_str());
-  std::printf("layout  mesh %s | %s\n", mesh.describe().c_str(), dp.describe().c_str());
+  std::printf("layout  mesh %s | %s", mesh.describe().c_str(), parallel->describe().c_str());
+  if (pipeline_) {
+    std::printf(" | %s, bubble %.1f%% by the schedule", pipeline_->describe().c_str(),
+                100.0 * pipeline_->predicted_bubble());
+  }
+  std::printf("\n");
   std::printf("batch   %lld sequences x %lld tokens per step (%lld per data rank, %d microbatches) | %d threads per rank\n",
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
               static_cast<long long>(run.batch / axes.all->size()), run.grad_accum, omp_get_max_threads());
@@ -111,6 +123,11 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     metrics.add("tensor_comm_s", tensor);
     metrics.add("tensor_comm_predicted_s", predicted_tensor_);
   }
+  if (pipeline_) {
+    metrics.add("pipeline_bubble", pipeline_->bubble());
+    metrics.add("pipeline_bubble_predicted", pipeline_->predicted_bubble());
+    bubble_sum_ += pipeline_->bubble();
+  }
   metrics.add("tokens_per_s", tokens_per_s);
   metrics.add("mfu", mfu);
   if (step == 1) {  // the first step has allocated everything a step needs
@@ -126,9 +143,13 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     std::printf(" + comm (tensor) %.1f ms (predicted %.1f ms)", 1e3 * tensor_sum_ / window_, 1e3 * predicted_tensor_);
   }
   if (predicted_step_ > 0) std::printf(" (predicted %.1f ms)", predicted_step_ * 1e3);
+  if (pipeline_) {
+    std::printf(" | bubble %.1f%% (predicted %.1f%%)", 100.0 * bubble_sum_ / window_,
+                100.0 * pipeline_->predicted_bubble());
+  }
   std::printf(" | ETA %s\n", format_duration(eta).c_str());
   std::fflush(stdout);
-  compute_sum_ = comm_sum_ = tensor_sum_ = 0;
+  compute_sum_ = comm_sum_ = tensor_sum_ = bubble_sum_ = 0;
   window_ = 0;
 }
 

@@ -6,7 +6,8 @@
 // calibrated `local` profile, communication from the layout's plan of collectives
 // (step_plan.h) on the mesh's links, per group. Each logged step: loss of the whole
 // global batch, tokens/s of the whole job, MFU, and the step time split into compute and
-// exposed (not overlapped) communication per data axis. At the end: per-rank tensor
+// exposed (not overlapped) communication per data axis, and with a pipeline its measured
+// bubble next to the schedule's prediction. At the end: per-rank tensor
 // memory by category and the per-axis communication summary (count, bytes, measured and
 // predicted seconds, bus bandwidth).
 #pragma once
@@ -18,7 +19,7 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_config.h"
 #include "framework/nn/transformer.h"
-#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/parallelize.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
 
@@ -33,8 +34,8 @@ class RunReport {
  public:
   // Collective: measures the peak on every rank. `plan` is the step's collectives
   // (plan_train_step), whose predicted times on the mesh's links it prints.
-  RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::DataParallel& dp,
-            nn::Transformer& model, const DataSource& data, const parallel::StepPlan& plan);
+  RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
+            const DataSource& data, const parallel::StepPlan& plan);
 
   void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
             MetricsLog& metrics);
@@ -48,6 +49,7 @@ class RunReport {
 
   const RunConfig& run_;
   const parallel::Mesh& mesh_;
+  const parallel::PipelineParallel* pipeline_;
   std::string data_axes_;
   double peak_flops_ = 0;          // sum over ranks
   double flops_per_token_ = 0;
@@ -59,6 +61,7 @@ class RunReport {
   bool tensor_parallel_ = false;
   double predicted_tensor_ = 0;    // seconds per step on the tensor axis, from the plan
   double tensor_seen_ = 0;
+  double bubble_sum_ = 0;
   int64_t window_ = 0;
 };
 

@@ -134,26 +134,31 @@ Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y
       matmul_raw(gy.data(), MatView::matrix(M, N, N), w.data(), MatView::matrix(N, K, K), gx.data(),
                  MatView::matrix(M, K, K));
     }
-    if (w.requires_grad()) {  // gw[N,K] = gy^T[N,M] · x[M,K]
-      gw = Tensor::empty(w.shape());
-      matmul_raw(gy.data(), MatView::matrix(N, M, N, true), x.data(), MatView::matrix(M, K, K), gw.data(),
+    const auto weight_grad = [=] {  // gw[N,K] = gy^T[N,M] · x[M,K]
+      Tensor g = Tensor::empty(w.shape());
+      matmul_raw(gy.data(), MatView::matrix(N, M, N, true), x.data(), MatView::matrix(M, K, K), g.data(),
                  MatView::matrix(N, K, K));
-    }
-    if (b.defined() && b.requires_grad()) {  // gb[N] = column sums of gy
+      return g;
+    };
+    const auto bias_grad = [=] {  // gb[N] = column sums of gy
       // Threads own column slices, and each column is summed in row order: deterministic.
-      gb = Tensor::zeros(b.shape());
-      const float* g = gy.data();
-      float* o = gb.data();
+      Tensor g = Tensor::zeros(b.shape());
+      const float* in = gy.data();
+      float* o = g.data();
       constexpr int64_t kSlice = 64;
 #pragma omp parallel for if (M * N > 65536)
       for (int64_t j0 = 0; j0 < N; j0 += kSlice) {
         const int64_t j1 = std::min(N, j0 + kSlice);
         for (int64_t i = 0; i < M; ++i) {
 #pragma omp simd
-          for (int64_t j = j0; j < j1; ++j) o[j] += g[i * N + j];
+          for (int64_t j = j0; j < j1; ++j) o[j] += in[i * N + j];
         }
       }
-    }
+      return g;
+    };
+    // A zero-bubble pipeline's input-gradient pass leaves the weight's for later.
+    if (w.requires_grad() && !defer_gradient(w, weight_grad)) gw = weight_grad();
+    if (b.defined() && b.requires_grad() && !defer_gradient(b, bias_grad)) gb = bias_grad();
     return std::vector<Tensor>{gx, gw, gb};
   });
 }

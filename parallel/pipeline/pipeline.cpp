@@ -1,6 +1,8 @@
 #include "parallel/pipeline/pipeline.h"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <optional>
@@ -72,6 +74,24 @@ class PipelineShards : public ModelShards {
 // Tags tell apart the messages in flight between two ranks; the tied embedding's is apart.
 constexpr int kTiedEmbeddingTag = kFirstScheduleTag - 1;
 
+// Adds the seconds of its scope to *total (when given).
+class Stopwatch {
+ public:
+  explicit Stopwatch(double* total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() {
+    if (total_) *total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double* total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+bool is_compute(ActionKind k) {
+  return k == ActionKind::kForward || k == ActionKind::kBackward || k == ActionKind::kBackwardInput ||
+         k == ActionKind::kBackwardWeight;
+}
+
 int message_tag(bool gradient, int microbatch, int stage, int stages) {
   return ((microbatch * stages + stage) * 2 + (gradient ? 1 : 0)) % kTiedEmbeddingTag;
 }
@@ -114,6 +134,7 @@ struct PipelineParallel::InFlight {
   Tensor input;        // the received activation, a leaf whose gradient goes back (stages > 0)
   Tensor output;       // the stage's output, or its scaled loss on the last stage
   Tensor output_grad;  // received from the next stage for the backward
+  WeightGradients weights;  // zero-bubble: what the input-gradient pass left for the weight pass
 };
 
 PipelineParallel::PipelineParallel(nn::Transformer& model, const Mesh& mesh, const PipelineConfig& config,
@@ -121,7 +142,7 @@ PipelineParallel::PipelineParallel(nn::Transformer& model, const Mesh& mesh, con
     : model_(model), pipe_(mesh.axis("pipe")), config_(config),
       schedule_(make_pipeline_schedule(config.schedule, pipe_.size(), config.virtual_stages, config.microbatches)),
       first_block_(stage_boundaries(model.config, schedule_.num_stages(), config.layers)) {
-  check(schedule_);  // Layout::validate has already; cheap, and the executor relies on it
+  predicted_bubble_ = check(schedule_).bubble;  // Layout::validate has checked it already
   const int here = pipe_.rank(), stages = schedule_.num_stages();
   const bool duplicate = tied(model.config) && stages > 1 && schedule_.rank_of(stages - 1) == here && here != 0;
   auto shards = std::make_shared<PipelineShards>(mesh, duplicate, std::move(inner));
@@ -170,12 +191,15 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
   std::map<std::pair<int, int>, InFlight> in_flight;       // (microbatch, stage)
   std::vector<std::pair<Tensor, CollectiveHandle>> sends;  // each buffer lives until its send completes
   float loss = 0.0f;
+  const auto start = std::chrono::steady_clock::now();
+  double compute = 0.0;  // seconds in this rank's compute actions
   for (const Action& a : schedule_.actions[pipe_.rank()]) {
     const data::Batch micro = batch.microbatch(a.microbatch, m);
     const Shape activation{micro.rows, micro.seq_len, model_.config.d_model};
     InFlight& state = in_flight[{a.microbatch, a.stage}];
     std::optional<ComputeSpan> span;
-    if (trace && (a.kind == ActionKind::kForward || a.kind == ActionKind::kBackward)) span.emplace(*trace, to_string(a));
+    if (trace && is_compute(a.kind)) span.emplace(*trace, to_string(a));
+    const Stopwatch stopwatch(is_compute(a.kind) ? &compute : nullptr);
     switch (a.kind) {
       case ActionKind::kRecvActivation:
         state.input = Tensor::empty(activation);
@@ -197,27 +221,34 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
         recv(pipe_, state.output_grad.span(), schedule_.rank_of(a.stage + 1), message_tag(true, a.microbatch, a.stage, S));
         break;
       case ActionKind::kBackward:
+      case ActionKind::kBackwardInput: {
+        std::optional<DeferWeightGradients> defer;
+        if (a.kind == ActionKind::kBackwardInput) defer.emplace(state.weights);
         if (a.stage == S - 1) state.output.backward();
         else run_backward(state.output, state.output_grad);
         state.output = state.output_grad = Tensor();  // the stage's activations go with its graph
-        if (a.stage == 0) in_flight.erase({a.microbatch, a.stage});
+        break;
+      }
+      case ActionKind::kBackwardWeight:
+        state.weights.run();
         break;
       case ActionKind::kSendGradient: {
         const Tensor g = state.input.grad();
         sends.emplace_back(g, send_async(pipe_, g.span(), schedule_.rank_of(a.stage - 1),
                                          message_tag(true, a.microbatch, a.stage - 1, S)));
-        in_flight.erase({a.microbatch, a.stage});
+        state.input = Tensor();
         break;
       }
-      case ActionKind::kBackwardInput:
-      case ActionKind::kBackwardWeight:
-        throw UserError("the zero-bubble schedule's split backward does not run yet; use gpipe, 1f1b or interleaved");
     }
   }
   for (auto& send : sends) send.second.wait();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   sync_tied_embedding();
-  all_reduce(pipe_, {&loss, 1});  // the last stage's loss to every pipe rank
-  return loss;
+  // The last stage's loss to every pipe rank, with each rank's idle fraction of the schedule.
+  std::array<float, 2> sums{loss, static_cast<float>(elapsed > 0 ? 1.0 - compute / elapsed : 0.0)};
+  all_reduce(pipe_, sums);
+  bubble_ = sums[1] / static_cast<float>(pipe_.size());
+  return sums[0];
 }
 
 // Megatron's embedding group: the first and the last stage exchange the tied
@@ -244,13 +275,14 @@ std::string PipelineParallel::describe() const {
   if (config_.virtual_stages > 1) s += " x " + std::to_string(config_.virtual_stages) + " virtual stages";
   s += "), " + std::to_string(config_.microbatches) + " microbatches, blocks per stage";
   for (size_t i = 0; i + 1 < first_block_.size(); ++i) {
-    s += (i ? "," : " ") + std::to_string(first_block_[i + 1] - first_block_[i]);
+    s += i ? ',' : ' ';
+    s += std::to_string(first_block_[i + 1] - first_block_[i]);
   }
   return s;
 }
 
 void plan_pipeline_step(StepPlan& plan, const Mesh& mesh) {
-  add_planned(plan, mesh, {"pipe", CollectiveOp::kAllReduce, kBytesPerFloat, "loss"});
+  add_planned(plan, mesh, {"pipe", CollectiveOp::kAllReduce, 2 * kBytesPerFloat, "loss and idle time"});
 }
 
 }  // namespace shardlab::parallel

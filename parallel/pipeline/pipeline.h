@@ -60,6 +60,11 @@ class PipelineParallel {
   void gather_full_params();
   void release_full_params();
 
+  // The last step's bubble: the idle fraction of forward_backward's time, averaged over the
+  // pipe ranks (measured); and the schedule's (check(): equal compute per stage, free links).
+  double bubble() const { return bubble_; }
+  double predicted_bubble() const { return predicted_bubble_; }
+
   const PipelineSchedule& schedule() const { return schedule_; }
   const std::vector<int64_t>& boundaries() const { return first_block_; }
   std::shared_ptr<const ModelShards> shards() const { return shards_; }
@@ -89,6 +94,7 @@ class PipelineParallel {
   std::vector<int64_t> first_block_;
   std::vector<Placement> placements_;  // every parameter, in the model's order
   std::shared_ptr<const ModelShards> shards_;
+  double bubble_ = 0, predicted_bubble_ = 0;
 };
 
 // What PipelineParallel's constructor does to the parameters, alone: drops those of other
@@ -97,7 +103,7 @@ void drop_other_stages(nn::Transformer& model, const Mesh& mesh, const PipelineC
 
 // The pipe-axis collectives one step adds besides the point-to-point messages of the
 // schedule and of the tied embedding (which check() proves match): the loss, summed
-// from the last stage to every pipe rank.
+// from the last stage to every pipe rank, with the ranks' idle times.
 void plan_pipeline_step(StepPlan& plan, const Mesh& mesh);
 
 }  // namespace shardlab::parallel
