@@ -132,6 +132,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("mfu", mfu);
   if (step == 1) {  // the first step has allocated everything a step needs
     if (leader()) print_memory("peak during step 1");
+    if (pipeline_) print_stage_activations();
   }
   if (!leader() || (step % run_.log_every != 0 && step != run_.steps)) return;
   const double eta = elapsed_ / double(step - first_step_) * double(run_.steps - step);
@@ -151,6 +152,20 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   std::fflush(stdout);
   compute_sum_ = comm_sum_ = tensor_sum_ = bubble_sum_ = 0;
   window_ = 0;
+}
+
+void RunReport::print_stage_activations() const {
+  const parallel::AxisGroup& pipe = mesh_.axis("pipe");
+  const float mine = static_cast<float>(MemoryTracker::peak(MemoryCategory::Activations));
+  std::vector<float> peaks(pipe.size());
+  parallel::all_gather(pipe, {&mine, 1}, peaks);
+  if (!leader()) return;
+  std::printf("activations per pipe rank (peak during step 1; microbatches in flight by the schedule):");
+  for (int r = 0; r < pipe.size(); ++r) {
+    std::printf(" %s%s (%d)", r ? "| " : "", format_bytes(static_cast<int64_t>(peaks[r])).c_str(),
+                pipeline_->prediction().peak_in_flight[r]);
+  }
+  std::printf("\n");
 }
 
 void RunReport::eval(int64_t step, const EvalResult& e, MetricsLog& metrics) {

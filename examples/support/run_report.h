@@ -46,6 +46,7 @@ class RunReport {
  private:
   bool leader() const { return mesh_.rank() == 0; }
   double tensor_seconds_so_far() const;  // measured time of the tensor axis's collectives
+  void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
   const RunConfig& run_;
   const parallel::Mesh& mesh_;

@@ -142,7 +142,7 @@ PipelineParallel::PipelineParallel(nn::Transformer& model, const Mesh& mesh, con
     : model_(model), pipe_(mesh.axis("pipe")), config_(config),
       schedule_(make_pipeline_schedule(config.schedule, pipe_.size(), config.virtual_stages, config.microbatches)),
       first_block_(stage_boundaries(model.config, schedule_.num_stages(), config.layers)) {
-  predicted_bubble_ = check(schedule_).bubble;  // Layout::validate has checked it already
+  prediction_ = check(schedule_);  // Layout::validate has checked it already
   const int here = pipe_.rank(), stages = schedule_.num_stages();
   const bool duplicate = tied(model.config) && stages > 1 && schedule_.rank_of(stages - 1) == here && here != 0;
   auto shards = std::make_shared<PipelineShards>(mesh, duplicate, std::move(inner));

@@ -63,7 +63,9 @@ class PipelineParallel {
   // The last step's bubble: the idle fraction of forward_backward's time, averaged over the
   // pipe ranks (measured); and the schedule's (check(): equal compute per stage, free links).
   double bubble() const { return bubble_; }
-  double predicted_bubble() const { return predicted_bubble_; }
+  double predicted_bubble() const { return prediction_.bubble; }
+  // The schedule's simulation (check()): bubble, microbatches in flight per pipe rank.
+  const ScheduleCheck& prediction() const { return prediction_; }
 
   const PipelineSchedule& schedule() const { return schedule_; }
   const std::vector<int64_t>& boundaries() const { return first_block_; }
@@ -94,7 +96,8 @@ class PipelineParallel {
   std::vector<int64_t> first_block_;
   std::vector<Placement> placements_;  // every parameter, in the model's order
   std::shared_ptr<const ModelShards> shards_;
-  double bubble_ = 0, predicted_bubble_ = 0;
+  ScheduleCheck prediction_;
+  double bubble_ = 0;
 };
 
 // What PipelineParallel's constructor does to the parameters, alone: drops those of other
