@@ -43,9 +43,9 @@ constexpr uint64_t kSeed = 13;
 
 // gpt-tiny and llama-tiny (K = 2 < N = 4 heads) with 4 blocks, so that pipe=4 and
 // pipe=2 x 2 virtual stages each get one.
-nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None) {
+nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None, int64_t layers = 4) {
   nn::ModelConfig c = nn::ModelConfig::preset(arch == nn::Arch::Gpt ? "gpt-tiny" : "llama-tiny");
-  c.n_layers = 4;
+  c.n_layers = layers;
   c.n_heads = 4;
   if (arch == nn::Arch::Gpt) c.n_kv_heads = 4;
   c.remat = remat;
@@ -189,7 +189,8 @@ std::vector<Case> cases() {
 
 TEST_CASE("pipeline parallelism trains exactly like the single process") {
   for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
-    for (auto [remat, accum] : {std::pair{nn::Remat::None, 4}, std::pair{nn::Remat::Full, 2}}) {
+    for (auto [remat, accum] : {std::pair{nn::Remat::None, 4}, std::pair{nn::Remat::Full, 2},
+                                std::pair{nn::Remat::SaveMatmulOutputs, 4}}) {
       const nn::ModelConfig c = model_config(arch, remat);
       const Run ref = reference(c, accum);
       for (const Case& k : cases()) {
@@ -207,6 +208,19 @@ TEST_CASE("pipeline parallelism trains exactly like the single process") {
         check_equal(mesh, c, ref, distributed(mesh, c, k, accum), layout.tensor > 1);
       }
     }
+  }
+}
+
+TEST_CASE("interleaved over four ranks: eight stages of one block each") {
+  if (world_size() != 4) return;
+  for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+    const nn::ModelConfig c = model_config(arch, nn::Remat::None, 8);
+    const Run ref = reference(c, 4);
+    const Case k{"data=1,pipe=4", ScheduleKind::kInterleaved, 2};
+    CAPTURE(nn::arch_name(arch));
+    Mesh mesh(MPI_COMM_WORLD, k.mesh);
+    mesh.context().watchdog.set_timeout(15);
+    check_equal(mesh, c, ref, distributed(mesh, c, k, 4), false);
   }
 }
 
