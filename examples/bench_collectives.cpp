@@ -51,15 +51,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-int64_t parse_size(const std::string& s) {
-  size_t used = 0;
-  double v = std::stod(s, &used);
-  const std::string unit = s.substr(used);
-  const double scale = unit == "" ? 1 : unit == "K" ? 1024 : unit == "M" ? 1048576 : unit == "G" ? 1073741824 : -1;
-  if (scale < 0) throw UserError("size '" + s + "': use a number with an optional K, M or G suffix");
-  return static_cast<int64_t>(v * scale);
-}
-
 // Runs one collective of `bytes` (as comm_trace.h counts them) on `g`.
 void run_once(const AxisGroup& g, CollectiveOp op, Algorithm a, std::vector<float>& in, std::vector<float>& out,
               int64_t bytes) {
@@ -228,6 +219,10 @@ int run(int argc, char** argv) {
   }
   const int rounds = args["rounds"].as<int>();
   if (rounds < 1) throw UserError("--rounds " + std::to_string(rounds) + " must be at least 1");
+  if (args["iters"].as<int>() < 0) {
+    throw UserError("--iters " + std::to_string(args["iters"].as<int>()) +
+                    " must be 0 (about 64 MiB of traffic per point) or a positive count");
+  }
   const std::string spec = args["mesh"].as<std::string>().empty() ? "data=" + std::to_string(world_size)
                                                                   : args["mesh"].as<std::string>();
   Mesh mesh(MPI_COMM_WORLD, spec, parse_topology(args["topology"].as<std::string>()));
@@ -252,8 +247,12 @@ int run(int argc, char** argv) {
   std::vector<Algorithm> algorithms;
   for (const std::string& s : split(args["algorithms"].as<std::string>())) algorithms.push_back(parse_algorithm(s));
   const bool has_native = std::count(algorithms.begin(), algorithms.end(), Algorithm::kNative) > 0;
-  const int64_t min_bytes = parse_size(args["min-bytes"].as<std::string>());
-  const int64_t max_bytes = parse_size(args["max-bytes"].as<std::string>());
+  const int64_t min_bytes = static_cast<int64_t>(parse_size(args["min-bytes"].as<std::string>(), "min-bytes"));
+  const int64_t max_bytes = static_cast<int64_t>(parse_size(args["max-bytes"].as<std::string>(), "max-bytes"));
+  if (min_bytes > max_bytes) {
+    throw UserError("--min-bytes " + args["min-bytes"].as<std::string>() + " is larger than --max-bytes " +
+                    args["max-bytes"].as<std::string>() + "; give a range from small to large");
+  }
   // Every size a multiple of 4 n bytes so each op splits it evenly over the group.
   const int64_t quantum = 4 * static_cast<int64_t>(n) * n;
   std::vector<float> in(max_bytes / 4 + quantum), out(max_bytes / 4 * n + quantum);

@@ -40,11 +40,24 @@ int run(int argc, char** argv) {
   const std::string path = p["ckpt"].as<std::string>();
   const int max_new = p["max-new"].as<int>();
   if (max_new <= 0) throw UserError("--max-new must be positive, got " + std::to_string(max_new));
+  if (p["temperature"].as<float>() < 0) {
+    throw UserError("--temperature must be 0 (greedy) or positive, got " + std::to_string(p["temperature"].as<float>()));
+  }
+  if (p["top-k"].as<int>() < 0) {
+    throw UserError("--top-k must be 0 (all tokens) or positive, got " + std::to_string(p["top-k"].as<int>()));
+  }
+  const std::string prompt = p["prompt"].as<std::string>();
+  if (prompt.empty()) throw UserError("--prompt is empty; give at least one byte of text to continue (default: a newline)");
 
   const nn::ModelConfig config = cli::checkpoint_model_config(path);
   if (max_new >= config.context) {
     throw UserError("--max-new " + std::to_string(max_new) + " must be below the model context " +
                     std::to_string(config.context));
+  }
+  if (static_cast<int64_t>(prompt.size()) + max_new > config.context) {
+    throw UserError("the prompt's " + std::to_string(prompt.size()) + " tokens plus --max-new " + std::to_string(max_new) +
+                    " exceed the model context " + std::to_string(config.context) +
+                    "; shorten the prompt or lower --max-new");
   }
   // Every rank validates the layout against the model before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(p["mesh"].as<std::string>());
@@ -61,7 +74,6 @@ int run(int argc, char** argv) {
   nn::Transformer& model = *model_owned;
   cli::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
 
-  const std::string prompt = p["prompt"].as<std::string>();
   std::vector<int> ids(prompt.begin(), prompt.end());
   for (int& id : ids) id = static_cast<unsigned char>(id);
   for (int id : ids) {

@@ -18,20 +18,6 @@ Json link_json(const LinkSpec& l) { return Json::object().set("bandwidth", l.ban
 
 }  // namespace
 
-double parse_size(const std::string& text, const std::string& flag) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  const std::string suffix = end;
-  const std::string units = "kMGT";
-  const size_t power = suffix.size() == 1 ? units.find(suffix[0] == 'K' ? 'k' : suffix[0]) : std::string::npos;
-  if (power != std::string::npos)
-    value *= std::pow(1024.0, static_cast<double>(power + 1));
-  else if (!suffix.empty() || end == text.c_str())
-    throw UserError("--" + flag + " '" + text + "' is not a size; use a number like 4096, 4e6, 16k or 4M");
-  if (!(value > 0)) throw UserError("--" + flag + " must be positive, got '" + text + "'");
-  return value;
-}
-
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag) {
   std::vector<int> out;
   size_t start = 0;

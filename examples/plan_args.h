@@ -1,4 +1,5 @@
-// plan_args: what shardlab-plan's subcommands share -- size and list flags, the model
+// plan_args: what shardlab-plan's subcommands share -- list flags (sizes: parse_size in
+// framework/error.h), the model
 // flags, human-readable numbers, and the JSON forms of profiles and rooflines.
 #pragma once
 
@@ -14,9 +15,6 @@
 
 namespace shardlab::plan {
 
-// "4096", "4e6", "16k", "4M" (binary suffixes k/K, M, G, T) -> a positive number;
-// UserError naming --flag otherwise.
-double parse_size(const std::string& text, const std::string& flag);
 // "4,4,4" -> {4, 4, 4}: non-negative integers separated by `separator`.
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag);
 // 2.5e-6, "s" -> "2.5 us".

@@ -20,8 +20,12 @@ class UserError : public std::runtime_error {
   explicit UserError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Flag checks every program shares.
 // Throws UserError("<flag> must be positive, got <value>") unless value > 0.
 void require_positive(const std::string& flag, int64_t value);
+// "4096", "4e6", "16k", "4M" (binary suffixes k/K, M, G, T) -> a positive number;
+// UserError naming --flag and the accepted forms otherwise (also for 0 and negatives).
+double parse_size(const std::string& text, const std::string& flag);
 
 using AbortHandler = void (*)(const char* message);
 void set_abort_handler(AbortHandler handler);
