@@ -17,6 +17,7 @@
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "examples/support/training_state.h"
+#include "framework/error.h"
 #include "optim/schedule.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm.h"
@@ -35,11 +36,14 @@ int train(int argc, char** argv) {
   const cli::RunConfig run = cli::parse_run_config(argc, argv);
   if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
   if (run.threads > 0) omp_set_num_threads(run.threads);
+  // The first collective: ranks started with different flags stop here, not in a hang.
+  parallel::check_same_configuration(MPI_COMM_WORLD, cli::command_line(argc, argv));
 
   // Every rank validates the same layout against the model and batch before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
   layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+  if (!run.dry_run) cli::prepare_output_paths(run, mesh.rank() == 0);
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().trace.set_recording(!run.trace.empty());
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
@@ -61,6 +65,10 @@ int train(int argc, char** argv) {
   cli::TrainState state;
   if (!run.resume.empty()) {
     state = cli::load_checkpoint(run.resume, *dp, run.model);
+    if (state.step >= run.steps) {
+      throw UserError("checkpoint " + run.resume + " is at step " + std::to_string(state.step) +
+                      ", already at --steps " + std::to_string(run.steps) + "; raise --steps to train further");
+    }
     loader.set_position(state.data_position);
   }
   cli::RunReport report(run, mesh, dp, data, plan);  // prints on rank 0 only

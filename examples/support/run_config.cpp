@@ -39,6 +39,12 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 
 }  // namespace
 
+std::string command_line(int argc, const char* const* argv) {
+  std::string line;
+  for (int i = 1; i < argc; ++i) line.append(argv[i]).push_back('\0');
+  return line;
+}
+
 RunConfig parse_run_config(int argc, const char* const* argv) {
   RunConfig r;
   cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");

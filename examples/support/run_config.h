@@ -78,6 +78,9 @@ struct RunConfig {
 };
 
 RunConfig parse_run_config(int argc, const char* const* argv);
+// The arguments after the program name, NUL-separated: what every rank must have been
+// started with alike (parallel::check_same_configuration).
+std::string command_line(int argc, const char* const* argv);
 
 // Rebuilds the model config a checkpoint was written with; UserError if it lacks one.
 nn::ModelConfig model_config_from(const Attributes& attributes, const std::string& path);

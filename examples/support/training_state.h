@@ -21,6 +21,11 @@ struct TrainState {
   int64_t data_position = 0;  // global batches consumed
 };
 
+// Before the first step: creates the checkpoint directory (on every rank: pipeline stages
+// write into it too) and, where `logs`, checks that the --metrics and --trace files can be
+// written -- a UserError naming the path and the fix now, not after the run's training.
+void prepare_output_paths(const RunConfig& run, bool logs);
+
 // "<dir>/ckpt_000300.h5"
 std::string checkpoint_path(const std::string& dir, int64_t step);
 

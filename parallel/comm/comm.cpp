@@ -6,6 +6,7 @@
 #include <exception>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "framework/error.h"
 
@@ -67,7 +68,13 @@ int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
     return 1;
   };
   try {
-    return body();
+    const int rc = body();
+    // Every rank leaves together, agreeing on the exit code: a rank failing late (after
+    // its last collective, writing a trace say) aborts the others waiting here, where
+    // otherwise they could sit in MPI_Finalize, which an abort does not always end.
+    int worst = rc;
+    SL_MPI(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm));
+    return worst;
   } catch (const UserError& e) {
     // Config is validated identically on every rank: the grace lets every rank print
     // the same message before the first abort tears the others down.
@@ -103,6 +110,23 @@ int Comm::size() const {
   int s = 0;
   SL_MPI(MPI_Comm_size(comm_, &s));
   return s;
+}
+
+void check_same_configuration(MPI_Comm comm, const std::string& configuration) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (const unsigned char c : configuration) hash = (hash ^ c) * 1099511628211ull;
+  int size = 1;
+  SL_MPI(MPI_Comm_size(comm, &size));
+  std::vector<uint64_t> hashes(static_cast<size_t>(size));
+  SL_MPI(MPI_Allgather(&hash, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, comm));
+  std::string differ;
+  for (int r = 1; r < size; ++r) {
+    if (hashes[r] != hashes[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!differ.empty()) {
+    throw UserError("rank(s) " + differ + " started with a different configuration (flags) than rank 0; start every "
+                    "rank with the same flags");
+  }
 }
 
 }  // namespace shardlab::parallel

@@ -49,7 +49,7 @@ void install_mpi_abort_handler(MPI_Comm job);
 
 // Installs the abort handler for `comm`, then runs `body`; on any exception prints
 // "rank R: error: <what>" to stderr and aborts every rank of `comm` with exit code 1.
-// Returns body's exit code otherwise.
+// Otherwise every rank waits for the others and returns the largest of their exit codes.
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
 
 // An owned communicator (freed on destruction) or a borrowed one (never freed).
@@ -73,6 +73,12 @@ class Comm {
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;
 };
+
+// Collective over `comm`, the first a program issues: each rank passes its whole run
+// configuration (its command line, say). Throws the same UserError on every rank, naming
+// the ranks whose configuration differs from rank 0's -- ranks started with different
+// flags would otherwise part ways and wait in some later collective until the watchdog.
+void check_same_configuration(MPI_Comm comm, const std::string& configuration);
 
 // Rank in the job the abort handler was installed for, for messages only (-1 before).
 int job_rank_for_messages();
