@@ -8,19 +8,12 @@
 # Usage: bench/dp_bench.sh [build-dir]     (STEPS=12 by default; needs mpirun)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
-train=$build/examples/train_gpt
-steps=${STEPS:-12}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=(mpirun --oversubscribe --bind-to none)
+source bench/train_bench.sh "${1:-build}"  # train, steps, tmp, mpi, median
+export OMP_NUM_THREADS=1
 common=(--model gpt-bench --steps "$steps" --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
         --log-every 1000 --threads 1 --ckpt-dir "$tmp/ckpt")
 
-source bench/metrics.sh  # median FILE FIELD
-
-run() {  # name ranks args...
+run() {  # name ranks args...: this benchmark's own, with the exposed data-axis communication
   local name=$1 n=$2; shift 2
   "${mpi[@]}" -n "$n" "$train" "${common[@]}" --metrics "$tmp/$name.jsonl" "$@" > "$tmp/$name.log"
   printf "%-22s %9.0f tokens/s   step %7.1f ms   exposed comm %6.1f ms\n" "$name" \

@@ -26,12 +26,17 @@
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/data_parallel_util.h"
+#include "tests/reference_run.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
 using shardlab::testing::data_parallel_meshes;
 using shardlab::testing::deferred_tiny;
 using shardlab::testing::world_size;
+using shardlab::testing::Params;
+using shardlab::testing::Run;
+using shardlab::testing::single_process_run;
+using shardlab::testing::snapshot;
 
 namespace {
 
@@ -50,40 +55,10 @@ std::shared_ptr<const data::Dataset> dataset() {
   return task.train();
 }
 
-struct Run {
-  std::vector<double> losses;
-  std::vector<double> grad_norms;  // before clipping: catches a wrong gradient scale, which
-                                   // clipping and Adam's normalisation would otherwise hide
-  std::map<std::string, std::vector<float>> params;
-};
-
-std::map<std::string, std::vector<float>> snapshot(nn::Module& m) {
-  std::map<std::string, std::vector<float>> out;
-  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
-  return out;
-}
-
 // The single-process reference: the whole global batch on one rank, no MPI.
 Run reference(nn::Remat remat, int accum) {
-  nn::Transformer model(tiny(remat));
-  nn::initialize(model, 11);
-  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
-  data::BatchLoader loader(dataset(), kBatch, kSeq);
-  Run r;
-  for (int s = 0; s < kSteps; ++s) {
-    data::Batch batch = loader.next();
-    r.losses.push_back(optim::accumulate_gradients(accum, [&](int i, float scale) {
-      data::Batch m = batch.microbatch(i, accum);
-      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
-      ops::scale(l, scale).backward();
-      return static_cast<double>(l.item());
-    }));
-    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
-    opt.step(kLr);
-    opt.zero_grad();
-  }
-  r.params = snapshot(model);
-  return r;
+  return single_process_run(tiny(remat), dataset(), {.seed = 11, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
+                                                     .lr = kLr, .microbatches = accum});
 }
 
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {

@@ -27,12 +27,17 @@
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/mpi_test_util.h"
+#include "tests/reference_run.h"
 #include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
 using shardlab::testing::user_error_of;
 using shardlab::testing::world_size;
+using shardlab::testing::Params;
+using shardlab::testing::Run;
+using shardlab::testing::single_process_run;
+using shardlab::testing::snapshot;
 
 namespace {
 
@@ -57,40 +62,15 @@ std::shared_ptr<const data::Dataset> dataset() {
   return task.train();
 }
 
-using Params = std::map<std::string, std::vector<float>>;
-
-struct Run {
+// A pipelined run: what this rank holds after the steps, and the whole model gathered.
+struct PipelineRun {
   std::vector<double> losses, grad_norms;
-  Params local;  // what this rank holds after the steps
-  Params full;   // the whole model, gathered
+  Params local, full;
 };
 
-Params snapshot(nn::Module& m) {
-  Params out;
-  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
-  return out;
-}
-
 Run reference(const nn::ModelConfig& c, int accum) {
-  nn::Transformer model(c);
-  nn::initialize(model, kSeed);
-  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
-  data::BatchLoader loader(dataset(), kBatch, kSeq);
-  Run r;
-  for (int s = 0; s < kSteps; ++s) {
-    data::Batch batch = loader.next();
-    r.losses.push_back(optim::accumulate_gradients(accum, [&](int i, float scale) {
-      data::Batch m = batch.microbatch(i, accum);
-      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
-      ops::scale(l, scale).backward();
-      return static_cast<double>(l.item());
-    }));
-    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
-    opt.step(kLr);
-    opt.zero_grad();
-  }
-  r.full = snapshot(model);
-  return r;
+  return single_process_run(c, dataset(), {.seed = kSeed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
+                                           .lr = kLr, .microbatches = accum});
 }
 
 struct Case {
@@ -101,7 +81,7 @@ struct Case {
   int zero = 0;
 };
 
-Run distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& k, int accum) {
+PipelineRun distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& k, int accum) {
   const auto model = [&] {
     nn::DeferParameters defer;
     return std::make_unique<nn::Transformer>(c);
@@ -118,7 +98,7 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& k, int a
   auto strategy = parallelize(*model, mesh, config);
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
-  Run r;
+  PipelineRun r;
   for (int s = 0; s < kSteps; ++s) {
     const StepResult step = train_step(*model, strategy, loader.next(), accum, kLr, 1.0);
     r.grad_norms.push_back(step.grad_norm);
@@ -133,7 +113,7 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& k, int a
   return r;
 }
 
-void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, const Run& got, bool tensor) {
+void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, const PipelineRun& got, bool tensor) {
   for (int s = 0; s < kSteps; ++s) {
     CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 1e-4 * std::abs(ref.losses[s]),
                   "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
@@ -142,7 +122,7 @@ void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, con
   }
   if (!tensor) {  // (under tensor parallelism the gathered parameters are this rank's shards)
     double worst = 0;
-    for (const auto& [name, values] : ref.full) {
+    for (const auto& [name, values] : ref.params) {
       const std::vector<float>& mine = got.full.at(name);
       CHECK_MESSAGE(mine.size() == values.size(), name << ": " << mine.size() << " elements, expected " << values.size());
       if (mine.size() != values.size()) continue;  // no REQUIRE: every rank must reach the collectives below
@@ -155,7 +135,7 @@ void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, con
   const AxisGroup& pipe = mesh.axis("pipe");
   const bool first = pipe.rank() == 0, holds_head = got.local.contains("norm_f.weight");
   CHECK(got.local.contains("wte.weight") == (first || (holds_head && c.arch == nn::Arch::Gpt)));
-  CHECK(got.local.size() < ref.full.size());
+  CHECK(got.local.size() < ref.params.size());
   std::vector<float> wte = got.full.at("wte.weight");
   MPI_Bcast(wte.data(), static_cast<int>(wte.size()), MPI_FLOAT, 0, pipe.comm());
   if (got.local.contains("wte.weight")) CHECK_MESSAGE(wte == got.local.at("wte.weight"), "tied embedding differs");

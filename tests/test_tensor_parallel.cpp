@@ -32,12 +32,17 @@
 #include "parallel/tensor/vocab_parallel.h"
 #include "parallel/train_step.h"
 #include "tests/mpi_test_util.h"
+#include "tests/reference_run.h"
 #include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
 using shardlab::testing::user_error_of;
 using shardlab::testing::world_size;
+using shardlab::testing::Params;
+using shardlab::testing::Run;
+using shardlab::testing::single_process_run;
+using shardlab::testing::snapshot;
 
 namespace {
 
@@ -60,37 +65,9 @@ std::shared_ptr<const data::Dataset> dataset() {
   return task.train();
 }
 
-struct Run {
-  std::vector<double> losses, grad_norms;
-  std::map<std::string, std::vector<float>> params;  // this rank's (shards, under TP)
-};
-
-std::map<std::string, std::vector<float>> snapshot(nn::Module& m) {
-  std::map<std::string, std::vector<float>> out;
-  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
-  return out;
-}
-
 Run reference(const nn::ModelConfig& c, int accum) {
-  nn::Transformer model(c);
-  nn::initialize(model, kSeed);
-  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
-  data::BatchLoader loader(dataset(), kBatch, kSeq);
-  Run r;
-  for (int s = 0; s < kSteps; ++s) {
-    data::Batch batch = loader.next();
-    r.losses.push_back(optim::accumulate_gradients(accum, [&](int i, float scale) {
-      data::Batch m = batch.microbatch(i, accum);
-      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
-      ops::scale(l, scale).backward();
-      return static_cast<double>(l.item());
-    }));
-    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
-    opt.step(kLr);
-    opt.zero_grad();
-  }
-  r.params = snapshot(model);
-  return r;
+  return single_process_run(c, dataset(), {.seed = kSeed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
+                                           .lr = kLr, .microbatches = accum});
 }
 
 Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum, const TensorParallelConfig& tp) {

@@ -16,14 +16,6 @@ head -n 4 "$dir/zero3.jsonl" > "$dir/zero1.jsonl"
 "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --mesh data=2 --zero 1 --resume "$dir/z3/ckpt_000004.h5" --metrics "$dir/zero1.jsonl" --ckpt-dir "$dir/z1" > /dev/null
 head -n 4 "$dir/zero3.jsonl" > "$dir/single.jsonl"
 "$train" "${common[@]}" --resume "$dir/z3/ckpt_000004.h5" --metrics "$dir/single.jsonl" --ckpt-dir "$dir/s" > /dev/null
-losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
-status=0
-for run in zero3 zero1 single; do
-  if ! paste <(losses "$dir/full.jsonl") <(losses "$dir/$run.jsonl") | awk -v run="$run" '
-      { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) { print run ": step " NR " loss " $2 " vs uninterrupted " $1; bad = 1 } }
-      END { if (n != 8) { print run ": " n " steps, expected 8"; bad = 1 } exit bad }'; then
-    status=1
-  fi
-done
-[ $status -eq 0 ] && echo "ok: ZeRO-3 x4 -> ZeRO-1 x2 and -> 1 process resume with the uninterrupted losses"
-exit $status
+source "$(dirname "$0")/compare_losses.sh"
+compare_losses "$dir" 8 zero3 zero1 single
+echo "ok: ZeRO-3 x4 -> ZeRO-1 x2 and -> 1 process resume with the uninterrupted losses"

@@ -26,14 +26,6 @@ head -n 4 "$dir/full.jsonl" > "$dir/single_to_dp2pp2.jsonl"
 head -n 4 "$dir/full.jsonl" > "$dir/single_to_pp4.jsonl"
 "${mpiexec[@]}" -n 4 "$train" "${common[@]}" --mesh pipe=4 --pp-schedule zero-bubble --resume "$dir/full/ckpt_000004.h5" \
   --metrics "$dir/single_to_pp4.jsonl" --ckpt-dir "$dir/c" > /dev/null
-losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
-status=0
-for run in pp2 pp2_to_single single_to_dp2pp2 single_to_pp4; do
-  if ! paste <(losses "$dir/full.jsonl") <(losses "$dir/$run.jsonl") | awk -v run="$run" '
-      { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) { print run ": step " NR " loss " $2 " vs uninterrupted " $1; bad = 1 } }
-      END { if (n != 8) { print run ": " n " steps, expected 8"; bad = 1 } exit bad }'; then
-    status=1
-  fi
-done
-[ $status -eq 0 ] && echo "ok: pipe=2 (rendezvous only) -> 1 process, 1 process -> data=2,pipe=2 ZeRO-1 and -> pipe=4 zero-bubble resume with the uninterrupted losses"
-exit $status
+source "$(dirname "$0")/compare_losses.sh"
+compare_losses "$dir" 8 pp2 pp2_to_single single_to_dp2pp2 single_to_pp4
+echo "ok: pipe=2 (rendezvous only) -> 1 process, 1 process -> data=2,pipe=2 ZeRO-1 and -> pipe=4 zero-bubble resume with the uninterrupted losses"

@@ -19,14 +19,6 @@ head -n 4 "$dir/tp2.jsonl" > "$dir/tp2_to_single.jsonl"
 "$train" "${common[@]}" --resume "$dir/tp2/ckpt_000004.h5" --metrics "$dir/tp2_to_single.jsonl" --ckpt-dir "$dir/b" > /dev/null
 head -n 4 "$dir/full.jsonl" > "$dir/single_to_tp4.jsonl"
 "${mpiexec[@]}" -n 4 "$train" "${common[@]}" --mesh tensor=4 --zero 0 --resume "$dir/full/ckpt_000004.h5" --metrics "$dir/single_to_tp4.jsonl" --ckpt-dir "$dir/c" > /dev/null
-losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
-status=0
-for run in tp2 tp2_to_dp2 tp2_to_single single_to_tp4; do
-  if ! paste <(losses "$dir/full.jsonl") <(losses "$dir/$run.jsonl") | awk -v run="$run" '
-      { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) { print run ": step " NR " loss " $2 " vs uninterrupted " $1; bad = 1 } }
-      END { if (n != 8) { print run ": " n " steps, expected 8"; bad = 1 } exit bad }'; then
-    status=1
-  fi
-done
-[ $status -eq 0 ] && echo "ok: tensor=2 -> data=2 and -> 1 process, 1 process -> tensor=4 resume with the uninterrupted losses"
-exit $status
+source "$(dirname "$0")/compare_losses.sh"
+compare_losses "$dir" 8 tp2 tp2_to_dp2 tp2_to_single single_to_tp4
+echo "ok: tensor=2 -> data=2 and -> 1 process, 1 process -> tensor=4 resume with the uninterrupted losses"

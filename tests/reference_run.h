@@ -1,0 +1,66 @@
+// The single-process run every parallel test compares with: the whole global batch on one
+// rank, no MPI, AdamW (weight decay 0.1), the gradient clipped to global norm 1.0 -- what
+// parallel::train_step does in any layout.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/data/dataset.h"
+#include "framework/nn/transformer.h"
+#include "framework/ops.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+
+namespace shardlab::testing {
+
+using Params = std::map<std::string, std::vector<float>>;
+
+// Every parameter the module holds, by name.
+inline Params snapshot(nn::Module& m) {
+  Params out;
+  for (auto& [name, p] : m.named_parameters()) out[name].assign(p.span().begin(), p.span().end());
+  return out;
+}
+
+struct Run {
+  std::vector<double> losses;
+  std::vector<double> grad_norms;  // before clipping: catches a wrong gradient scale, which
+                                   // clipping and Adam's normalisation would otherwise hide
+  Params params;                   // after the steps
+};
+
+struct ReferenceSpec {
+  uint64_t seed;
+  int64_t batch, seq_len;  // the global batch
+  int steps;
+  float lr;
+  int microbatches;
+};
+
+inline Run single_process_run(const nn::ModelConfig& c, std::shared_ptr<const data::Dataset> dataset,
+                              const ReferenceSpec& s) {
+  nn::Transformer model(c);
+  nn::initialize(model, s.seed);
+  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+  data::BatchLoader loader(std::move(dataset), s.batch, s.seq_len);
+  Run r;
+  for (int step = 0; step < s.steps; ++step) {
+    data::Batch batch = loader.next();
+    r.losses.push_back(optim::accumulate_gradients(s.microbatches, [&](int i, float scale) {
+      data::Batch m = batch.microbatch(i, s.microbatches);
+      Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
+      ops::scale(l, scale).backward();
+      return static_cast<double>(l.item());
+    }));
+    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
+    opt.step(s.lr);
+    opt.zero_grad();
+  }
+  r.params = snapshot(model);
+  return r;
+}
+
+}  // namespace shardlab::testing
