@@ -1,6 +1,6 @@
-// The single-process run every parallel test compares with: the whole global batch on one
-// rank, no MPI, AdamW (weight decay 0.1), the gradient clipped to global norm 1.0 -- what
-// parallel::train_step does in any layout.
+// What every parallel test trains, and the single-process run it compares with: the whole
+// global batch on one rank, no MPI, AdamW (weight decay 0.1), the gradient clipped to
+// global norm 1.0 -- what parallel::train_step does in any layout.
 #pragma once
 
 #include <map>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
 #include "framework/ops.h"
@@ -15,6 +16,27 @@
 #include "optim/clip.h"
 
 namespace shardlab::testing {
+
+// 10 steps of 8 sequences x 16 tokens of 2-digit arithmetic at learning rate 3e-3.
+inline constexpr int kSteps = 10;
+inline constexpr int64_t kBatch = 8, kSeq = 16;
+inline constexpr float kLr = 3e-3f;
+
+inline std::shared_ptr<const data::Dataset> arithmetic_dataset() {
+  static data::ArithmeticTask task({.digits = 2, .seed = 5});
+  return task.train();
+}
+
+// gpt-tiny or llama-tiny (K = 2 kv heads) with 4 query heads, so that tensor=2 and 4
+// divide them, and `layers` blocks.
+inline nn::ModelConfig small_model(nn::Arch arch, nn::Remat remat, int64_t layers) {
+  nn::ModelConfig c = nn::ModelConfig::preset(arch == nn::Arch::Gpt ? "gpt-tiny" : "llama-tiny");
+  c.n_layers = layers;
+  c.n_heads = 4;
+  if (arch == nn::Arch::Gpt) c.n_kv_heads = 4;
+  c.remat = remat;
+  return c;
+}
 
 using Params = std::map<std::string, std::vector<float>>;
 
@@ -61,6 +83,12 @@ inline Run single_process_run(const nn::ModelConfig& c, std::shared_ptr<const da
   }
   r.params = snapshot(model);
   return r;
+}
+
+// single_process_run of the standard test run above.
+inline Run reference(const nn::ModelConfig& c, int microbatches, uint64_t seed) {
+  return single_process_run(c, arithmetic_dataset(), {.seed = seed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
+                                                      .lr = kLr, .microbatches = microbatches});
 }
 
 }  // namespace shardlab::testing

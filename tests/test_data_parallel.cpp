@@ -26,23 +26,14 @@
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/data_parallel_util.h"
+#include "tests/parallel_run.h"
 #include "tests/reference_run.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
-using shardlab::testing::data_parallel_meshes;
-using shardlab::testing::deferred_tiny;
-using shardlab::testing::world_size;
-using shardlab::testing::Params;
-using shardlab::testing::Run;
-using shardlab::testing::single_process_run;
-using shardlab::testing::snapshot;
+using namespace shardlab::testing;
 
 namespace {
-
-constexpr int kSteps = 10;
-constexpr int64_t kBatch = 8, kSeq = 16;
-constexpr float kLr = 3e-3f;
 
 nn::ModelConfig tiny(nn::Remat remat) {
   nn::ModelConfig c = nn::ModelConfig::preset("gpt-tiny");
@@ -50,15 +41,10 @@ nn::ModelConfig tiny(nn::Remat remat) {
   return c;
 }
 
-std::shared_ptr<const data::Dataset> dataset() {
-  static data::ArithmeticTask task({.digits = 2, .seed = 5});
-  return task.train();
-}
 
 // The single-process reference: the whole global batch on one rank, no MPI.
 Run reference(nn::Remat remat, int accum) {
-  return single_process_run(tiny(remat), dataset(), {.seed = 11, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
-                                                     .lr = kLr, .microbatches = accum});
+  return shardlab::testing::reference(tiny(remat), accum, 11);
 }
 
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
@@ -70,29 +56,11 @@ Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool res
                                   .reshard_after_forward = reshard,
                                   .seed = 11,
                                   .adamw = {.weight_decay = 0.1f}}});
-  const DataAxes axes = DataAxes::of(mesh);
-  data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
-  Run r;
-  for (int s = 0; s < kSteps; ++s) {
-    const StepResult step = train_step(model, dp, loader.next(), accum, kLr, 1.0);
-    r.grad_norms.push_back(step.grad_norm);
-    double loss = step.loss;
-    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
-    r.losses.push_back(loss / axes.all->size());
-  }
-  dp->gather_full_params();
-  r.params = snapshot(model);
-  dp->release_full_params();
-  return r;
+  return train_standard_run(model, dp, mesh, accum);
 }
 
 void check_equal(const Run& ref, const Run& got) {
-  for (int s = 0; s < kSteps; ++s) {
-    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 2e-5 * std::abs(ref.losses[s]),
-                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
-    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
-                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
-  }
+  check_losses_and_norms(ref, got, 2e-5);
   double worst = 0;
   for (const auto& [name, values] : ref.params) {
     const auto& mine = got.params.at(name);
@@ -181,7 +149,7 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     config.bucket_mb = 0.01;
     config.reshard_after_forward = zero != 4;
     auto dp = parallelize(model, mesh, {.data = config});
-    data::BatchLoader loader(dataset(), kBatch, kSeq, mesh.rank(), n);
+    data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();
     mesh.context().trace.set_recording(true);

@@ -27,51 +27,29 @@
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/mpi_test_util.h"
+#include "tests/parallel_run.h"
 #include "tests/reference_run.h"
 #include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
-using shardlab::testing::user_error_of;
-using shardlab::testing::world_size;
-using shardlab::testing::Params;
-using shardlab::testing::Run;
-using shardlab::testing::single_process_run;
-using shardlab::testing::snapshot;
+using namespace shardlab::testing;
 
 namespace {
 
-constexpr int kSteps = 10;
-constexpr int64_t kBatch = 8, kSeq = 16;
-constexpr float kLr = 3e-3f;
 constexpr uint64_t kSeed = 13;
 
-// gpt-tiny and llama-tiny (K = 2 < N = 4 heads) with 4 blocks, so that pipe=4 and
-// pipe=2 x 2 virtual stages each get one.
+// 4 blocks, so that pipe=4 and pipe=2 x 2 virtual stages each get one.
 nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None, int64_t layers = 4) {
-  nn::ModelConfig c = nn::ModelConfig::preset(arch == nn::Arch::Gpt ? "gpt-tiny" : "llama-tiny");
-  c.n_layers = layers;
-  c.n_heads = 4;
-  if (arch == nn::Arch::Gpt) c.n_kv_heads = 4;
-  c.remat = remat;
-  return c;
+  return small_model(arch, remat, layers);
 }
 
-std::shared_ptr<const data::Dataset> dataset() {
-  static data::ArithmeticTask task({.digits = 2, .seed = 5});
-  return task.train();
-}
+Run reference(const nn::ModelConfig& c, int accum) { return shardlab::testing::reference(c, accum, kSeed); }
 
-// A pipelined run: what this rank holds after the steps, and the whole model gathered.
-struct PipelineRun {
-  std::vector<double> losses, grad_norms;
-  Params local, full;
+// A pipelined run, and what this rank held after the steps (its stages' parameters).
+struct PipelineRun : Run {
+  Params local;
 };
-
-Run reference(const nn::ModelConfig& c, int accum) {
-  return single_process_run(c, dataset(), {.seed = kSeed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
-                                           .lr = kLr, .microbatches = accum});
-}
 
 struct Case {
   std::string mesh;
@@ -95,35 +73,17 @@ PipelineRun distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& 
                      .layers = k.layers};
   // Every rank plans the same collectives on each group it shares.
   check_plan_agreement(mesh, plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = accum}));
-  auto strategy = parallelize(*model, mesh, config);
-  const DataAxes axes = DataAxes::of(mesh);
-  data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
-  PipelineRun r;
-  for (int s = 0; s < kSteps; ++s) {
-    const StepResult step = train_step(*model, strategy, loader.next(), accum, kLr, 1.0);
-    r.grad_norms.push_back(step.grad_norm);
-    double loss = step.loss;
-    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
-    r.losses.push_back(loss / axes.all->size());
-  }
-  r.local = snapshot(*model);
-  strategy.gather_full_params();
-  r.full = snapshot(*model);
-  strategy.release_full_params();
+  const ParallelModel strategy = parallelize(*model, mesh, config);
+  PipelineRun r{train_standard_run(*model, strategy, mesh, accum), snapshot(*model)};
   return r;
 }
 
 void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, const PipelineRun& got, bool tensor) {
-  for (int s = 0; s < kSteps; ++s) {
-    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 1e-4 * std::abs(ref.losses[s]),
-                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
-    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
-                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
-  }
+  check_losses_and_norms(ref, got);
   if (!tensor) {  // (under tensor parallelism the gathered parameters are this rank's shards)
     double worst = 0;
     for (const auto& [name, values] : ref.params) {
-      const std::vector<float>& mine = got.full.at(name);
+      const std::vector<float>& mine = got.params.at(name);
       CHECK_MESSAGE(mine.size() == values.size(), name << ": " << mine.size() << " elements, expected " << values.size());
       if (mine.size() != values.size()) continue;  // no REQUIRE: every rank must reach the collectives below
       for (size_t i = 0; i < values.size(); ++i) worst = std::max(worst, double(std::abs(mine[i] - values[i])));
@@ -136,7 +96,7 @@ void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, con
   const bool first = pipe.rank() == 0, holds_head = got.local.contains("norm_f.weight");
   CHECK(got.local.contains("wte.weight") == (first || (holds_head && c.arch == nn::Arch::Gpt)));
   CHECK(got.local.size() < ref.params.size());
-  std::vector<float> wte = got.full.at("wte.weight");
+  std::vector<float> wte = got.params.at("wte.weight");
   MPI_Bcast(wte.data(), static_cast<int>(wte.size()), MPI_FLOAT, 0, pipe.comm());
   if (got.local.contains("wte.weight")) CHECK_MESSAGE(wte == got.local.at("wte.weight"), "tied embedding differs");
 }

@@ -32,43 +32,22 @@
 #include "parallel/tensor/vocab_parallel.h"
 #include "parallel/train_step.h"
 #include "tests/mpi_test_util.h"
+#include "tests/parallel_run.h"
 #include "tests/reference_run.h"
 #include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
-using shardlab::testing::user_error_of;
-using shardlab::testing::world_size;
-using shardlab::testing::Params;
-using shardlab::testing::Run;
-using shardlab::testing::single_process_run;
-using shardlab::testing::snapshot;
+using namespace shardlab::testing;
 
 namespace {
 
-constexpr int kSteps = 10;
-constexpr int64_t kBatch = 8, kSeq = 16;
-constexpr float kLr = 3e-3f;
 constexpr uint64_t kSeed = 11;
 
-// gpt-tiny and llama-tiny with 4 heads, so that tensor=4 divides them; LLaMA keeps K = 2.
-nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None) {
-  nn::ModelConfig c = nn::ModelConfig::preset(arch == nn::Arch::Gpt ? "gpt-tiny" : "llama-tiny");
-  c.n_heads = 4;
-  if (arch == nn::Arch::Gpt) c.n_kv_heads = 4;
-  c.remat = remat;
-  return c;
-}
+// 2 blocks of 4 heads, so that tensor=4 divides them; LLaMA keeps K = 2.
+nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None) { return small_model(arch, remat, 2); }
 
-std::shared_ptr<const data::Dataset> dataset() {
-  static data::ArithmeticTask task({.digits = 2, .seed = 5});
-  return task.train();
-}
-
-Run reference(const nn::ModelConfig& c, int accum) {
-  return single_process_run(c, dataset(), {.seed = kSeed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
-                                           .lr = kLr, .microbatches = accum});
-}
+Run reference(const nn::ModelConfig& c, int accum) { return shardlab::testing::reference(c, accum, kSeed); }
 
 Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum, const TensorParallelConfig& tp) {
   const auto model = [&] {
@@ -80,21 +59,7 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum,
   config.bucket_mb = 0.01;
   config.seed = kSeed;
   config.adamw.weight_decay = 0.1f;
-  auto strategy = parallelize(*model, mesh, {.data = config, .tensor = tp});
-  const DataAxes axes = DataAxes::of(mesh);
-  data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
-  Run r;
-  for (int s = 0; s < kSteps; ++s) {
-    const StepResult step = train_step(*model, strategy, loader.next(), accum, kLr, 1.0);
-    r.grad_norms.push_back(step.grad_norm);
-    double loss = step.loss;
-    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
-    r.losses.push_back(loss / axes.all->size());
-  }
-  strategy->gather_full_params();
-  r.params = snapshot(*model);
-  strategy->release_full_params();
-  return r;
+  return train_standard_run(*model, parallelize(*model, mesh, {.data = config, .tensor = tp}), mesh, accum);
 }
 
 // This rank's shard of the single process's parameter `name` (the whole of it when replicated).
@@ -112,12 +77,7 @@ std::vector<float> shard_of(const std::map<std::string, TensorShard>& shards, co
 }
 
 void check_equal(const Mesh& mesh, const nn::ModelConfig& c, const Run& ref, const Run& got) {
-  for (int s = 0; s < kSteps; ++s) {
-    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= 1e-4 * std::abs(ref.losses[s]),
-                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
-    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
-                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
-  }
+  check_losses_and_norms(ref, got);
   const auto shards = tensor_shards(c, mesh.axis_size("tensor"), mesh.coord("tensor"));
   double worst = 0;
   for (const auto& [name, values] : ref.params) {
@@ -195,7 +155,7 @@ TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence pa
       DataParallelConfig config;
       config.seed = kSeed;
       auto strategy = parallelize(model, mesh, {.data = config, .tensor = {.sequence_parallel = sequence_parallel}});
-      data::BatchLoader loader(dataset(), kBatch, kSeq);
+      data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq);
       const data::Batch b = loader.next();
       mesh.context().trace.clear();
       mesh.context().trace.set_recording(true);
@@ -265,7 +225,7 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
                 plan_step(*model, mesh, parallel, {.batch = kBatch, .seq_len = kSeq, .microbatches = microbatches});
             auto strategy = parallelize(*model, mesh, parallel);
             const DataAxes axes = DataAxes::of(mesh);
-            data::BatchLoader loader(dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+            data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
             mesh.context().trace.clear();
             mesh.context().trace.set_recording(true);
             train_step(*model, strategy, loader.next(), microbatches, kLr, 1.0);

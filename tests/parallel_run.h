@@ -1,0 +1,48 @@
+// The standard test run (reference_run.h) of a parallelised model, and its comparison
+// with the single process: every parallel strategy's test trains and checks through these.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+
+#include "parallel/parallelize.h"
+#include "parallel/train_step.h"
+#include "tests/reference_run.h"
+
+namespace shardlab::testing {
+
+// Trains `model`, parallelised as `strategy` on `mesh`, for the standard run in
+// `microbatches`; each step's loss of the whole global batch and gradient norm, and
+// after the steps the whole model gathered (this rank's shards under tensor parallelism).
+inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelModel& strategy,
+                              const parallel::Mesh& mesh, int microbatches) {
+  const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
+  data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+  Run r;
+  for (int s = 0; s < kSteps; ++s) {
+    const parallel::StepResult step = parallel::train_step(model, strategy, loader.next(), microbatches, kLr, 1.0);
+    r.grad_norms.push_back(step.grad_norm);
+    double loss = step.loss;
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
+    r.losses.push_back(loss / axes.all->size());
+  }
+  strategy.gather_full_params();
+  r.params = snapshot(model);
+  strategy.release_full_params();
+  return r;
+}
+
+// Each step's loss within `loss_tolerance` and gradient norm within 1e-4, relative, of the
+// single process's.
+inline void check_losses_and_norms(const Run& ref, const Run& got, double loss_tolerance = 1e-4) {
+  for (int s = 0; s < kSteps; ++s) {
+    CHECK_MESSAGE(std::abs(got.losses[s] - ref.losses[s]) <= loss_tolerance * std::abs(ref.losses[s]),
+                  "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
+    CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
+                  "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
+  }
+}
+
+}  // namespace shardlab::testing
