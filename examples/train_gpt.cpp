@@ -14,6 +14,7 @@
 #include "examples/support/data_source.h"
 #include "examples/support/dry_run.h"
 #include "examples/support/evaluate.h"
+#include "examples/support/memory_estimate.h"
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "examples/support/training_state.h"
@@ -42,6 +43,7 @@ int train(int argc, char** argv) {
   // Every rank validates the same layout against the model and batch before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
   layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
+  if (!run.dry_run) cli::check_fits_in_memory(run, layout);
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   if (!run.dry_run) cli::prepare_output_paths(run, mesh.rank() == 0);
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);

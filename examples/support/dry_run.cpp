@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "examples/support/memory_estimate.h"
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "parallel/cost/hardware.h"
@@ -30,6 +31,11 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
   std::printf("dry run: %s | %.2fM parameters | mesh %s | ZeRO-%d | %lld x %lld tokens per step, %d microbatches\n",
               run.model.describe().c_str(), model.num_parameters() / 1e6, mesh.describe().c_str(), run.zero,
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()), run.grad_accum);
+  const MemoryEstimate memory = estimate_rank_memory(run, parallel::Layout::from_spec(run.mesh));
+  std::printf("memory per rank at least %.2f MiB: parameters %.2f, gradients %.2f, AdamW state %.2f, activations of "
+              "one microbatch %.2f (the cost model's fp32 count)\n",
+              memory.total() / (1 << 20), memory.params / (1 << 20), memory.grads / (1 << 20),
+              memory.optimizer / (1 << 20), memory.activations / (1 << 20));
   std::printf("the collectives of one step on rank 0; all %d ranks plan the same on every group they share\n",
               mesh.size());
   std::printf("%s", parallel::format_plan(mesh, plan).c_str());

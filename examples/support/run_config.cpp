@@ -218,6 +218,11 @@ void RunConfig::validate() const {
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
   if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");
   if (threads < 0) throw UserError("--threads must not be negative, got " + std::to_string(threads));
+  if (grad_clip < 0) {
+    throw UserError("--grad-clip " + std::to_string(grad_clip) + " must be 0 (no clipping) or a positive global norm");
+  }
+  require_positive("--eval-batches", eval_batches);
+  if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
   require_positive("--pp-virtual", pp_virtual);
 }

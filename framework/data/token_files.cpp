@@ -3,6 +3,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "framework/error.h"
@@ -11,6 +12,9 @@ namespace shardlab::data {
 namespace {
 
 std::ifstream open_for_reading(const std::string& path, const char* what) {
+  if (std::filesystem::is_directory(path)) {
+    throw UserError("--data '" + path + "' is a directory; give a text file or an llm.c .bin token shard");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UserError(std::string("cannot open ") + what + " '" + path + "': " + std::strerror(errno) +
