@@ -247,8 +247,8 @@ int run(int argc, char** argv) {
   std::vector<Algorithm> algorithms;
   for (const std::string& s : split(args["algorithms"].as<std::string>())) algorithms.push_back(parse_algorithm(s));
   const bool has_native = std::count(algorithms.begin(), algorithms.end(), Algorithm::kNative) > 0;
-  const int64_t min_bytes = static_cast<int64_t>(parse_size(args["min-bytes"].as<std::string>(), "min-bytes"));
-  const int64_t max_bytes = static_cast<int64_t>(parse_size(args["max-bytes"].as<std::string>(), "max-bytes"));
+  const int64_t min_bytes = parse_count(args["min-bytes"].as<std::string>(), "min-bytes");
+  const int64_t max_bytes = parse_count(args["max-bytes"].as<std::string>(), "max-bytes");
   if (min_bytes > max_bytes) {
     throw UserError("--min-bytes " + args["min-bytes"].as<std::string>() + " is larger than --max-bytes " +
                     args["max-bytes"].as<std::string>() + "; give a range from small to large");

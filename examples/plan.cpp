@@ -12,9 +12,11 @@
 // binary suffixes: 16k = 16384, 4M = 4194304 (also G, T), or plain/scientific numbers.
 #include <cxxopts.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <vector>
 
 #include "examples/plan_args.h"
 #include "framework/error.h"
@@ -63,9 +65,9 @@ int cmd_hw(const cxxopts::ParseResult& a) {
 int cmd_matmul(const cxxopts::ParseResult& a) {
   const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
   MatmulSpec m;
-  m.b = static_cast<int64_t>(parse_size(a["batch"].as<std::string>(), "batch"));
-  m.d = static_cast<int64_t>(parse_size(a["d-model"].as<std::string>(), "d-model"));
-  m.f = static_cast<int64_t>(parse_size(a["d-ff"].as<std::string>(), "d-ff"));
+  m.b = parse_count(a["batch"].as<std::string>(), "batch");
+  m.d = parse_count(a["d-model"].as<std::string>(), "d-model");
+  m.f = parse_count(a["d-ff"].as<std::string>(), "d-ff");
   m.x = parse_dtype(a["x-dtype"].as<std::string>());
   m.w = parse_dtype(a["w-dtype"].as<std::string>());
   m.out = parse_dtype(a["out-dtype"].as<std::string>());
@@ -196,6 +198,7 @@ Json estimate_json(const StepEstimate& e) {
 // "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
 Layout parse_layout(const std::string& text, int chips) {
   Layout l;
+  std::vector<std::string> seen;
   size_t start = 0;
   while (start < text.size()) {
     const size_t stop = std::min(text.find(',', start), text.size());
@@ -208,6 +211,10 @@ Layout parse_layout(const std::string& text, int chips) {
                : key == "microbatches" ? &l.microbatches : nullptr;
     if (!field || value < 1)
       throw UserError("--layout item '" + item + "' must be data|fsdp|pipe|expert|tensor|microbatches=<positive>");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw UserError("--layout " + text + " names " + key + " twice; give each axis once");
+    }
+    seen.push_back(key);
     *field = value;
     start = stop + 1;
   }
@@ -226,7 +233,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const std::string precision = a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
-  c.efficiency = a["efficiency"].as<double>();
+  c.efficiency = efficiency_from(a);
   const int chips = a["chips"].as<int>();
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
@@ -242,6 +249,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     return e.fits ? 0 : 2;
   }
   const Plan plan = plan_training(c, chips, hw);
+  require_positive("--top", a["top"].as<int>());
   const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
   const int64_t ff = c.model.d_ff;
   const double per_chip = c.batch_tokens / chips;
@@ -284,11 +292,11 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
   const TransformerShape s = model_from(a);
   InferenceConfig c;
-  c.batch = static_cast<int64_t>(parse_size(a["batch"].as<std::string>(), "batch"));
+  c.batch = parse_count(a["batch"].as<std::string>(), "batch");
   c.context = s.context;
   c.chips = a["chips"].as<int>();
   c.weights = parse_dtype(a["weights"].as<std::string>());
-  c.efficiency = a["efficiency"].as<double>();
+  c.efficiency = efficiency_from(a);
   const ServedModel m = served_model(s, parse_dtype(a["kv-dtype"].as<std::string>()));
   const DecodeEstimate d = estimate_decode(m, c, hw);
   const PrefillEstimate p = estimate_prefill(m, c, hw);
@@ -323,6 +331,9 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
   CalibrationOptions o;
   o.gemm_size = a["gemm-size"].as<int64_t>();
   o.seconds_per_measure = a["seconds"].as<double>();
+  if (!(o.seconds_per_measure > 0)) {
+    throw UserError("--seconds " + std::to_string(o.seconds_per_measure) + " must be positive: the time per measurement");
+  }
   o.link_latency = a["link-latency"].as<double>();
   const auto specs = a.count("axis-link") ? a["axis-link"].as<std::vector<std::string>>() : std::vector<std::string>{};
   for (const std::string& spec : specs) {

@@ -86,6 +86,14 @@ void add_model_flags(cxxopts::Options& o) {
       ("gelu", "plain GELU MLP (2 matrices) instead of SwiGLU")("tied", "tie input and output embeddings");
 }
 
+double efficiency_from(const cxxopts::ParseResult& a) {
+  const double e = a["efficiency"].as<double>();
+  if (!(e > 0 && e <= 1)) {
+    throw UserError("--efficiency " + std::to_string(e) + " is the fraction of peak FLOP/s achieved; give a value in (0, 1]");
+  }
+  return e;
+}
+
 TransformerShape model_from(const cxxopts::ParseResult& a) {
   const std::string preset = a["model"].as<std::string>();
   TransformerShape s = preset.empty() ? TransformerShape{} : model_preset(preset);
@@ -96,9 +104,16 @@ TransformerShape model_from(const cxxopts::ParseResult& a) {
   take("layers", s.layers), take("d-model", s.d_model), take("d-ff", s.d_ff), take("heads", s.heads);
   take("kv-heads", s.kv_heads), take("vocab", s.vocab), take("experts", s.experts), take("top-k", s.top_k);
   if (!a.count("kv-heads") && preset.empty()) s.kv_heads = s.heads;
-  if (a.count("head-dim")) s.head_dim = a["head-dim"].as<int64_t>();
-  else if (preset.empty() || a.count("d-model") || a.count("heads")) s.head_dim = s.heads > 0 ? s.d_model / s.heads : 0;
-  if (a.count("context")) s.context = static_cast<int64_t>(parse_size(a["context"].as<std::string>(), "context"));
+  if (a.count("head-dim")) {
+    s.head_dim = a["head-dim"].as<int64_t>();
+  } else if (preset.empty() || a.count("d-model") || a.count("heads")) {
+    if (s.heads > 0 && s.d_model % s.heads != 0) {
+      throw UserError("--d-model " + std::to_string(s.d_model) + " is not divisible by --heads " +
+                      std::to_string(s.heads) + "; choose heads that divide the width, or give --head-dim");
+    }
+    s.head_dim = s.heads > 0 ? s.d_model / s.heads : 0;
+  }
+  if (a.count("context")) s.context = parse_count(a["context"].as<std::string>(), "context");
   if (a.count("gelu")) s.gated_mlp = false;
   if (a.count("tied")) s.tied_embeddings = true;
   if (preset.empty() && s.layers == 0)

@@ -30,5 +30,7 @@ std::string explain(const cost::Roofline& r, const char* bandwidth_name);
 // --model PRESET and the per-dimension overrides, and the shape they describe.
 void add_model_flags(cxxopts::Options& o);
 cost::TransformerShape model_from(const cxxopts::ParseResult& a);
+// --efficiency: the fraction of peak FLOP/s, in (0, 1].
+double efficiency_from(const cxxopts::ParseResult& a);
 
 }  // namespace shardlab::plan

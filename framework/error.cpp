@@ -28,6 +28,12 @@ double parse_size(const std::string& text, const std::string& flag) {
   return value;
 }
 
+int64_t parse_count(const std::string& text, const std::string& flag) {
+  const double value = parse_size(text, flag);
+  if (value >= 9.2e18) throw UserError("--" + flag + " '" + text + "' is too large; give a count below 9.2e18");
+  return static_cast<int64_t>(value);
+}
+
 void set_abort_handler(AbortHandler handler) { g_handler = handler; }
 
 void assert_fail(const char* condition, const char* file, int line, const std::string& detail) {

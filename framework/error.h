@@ -26,6 +26,8 @@ void require_positive(const std::string& flag, int64_t value);
 // "4096", "4e6", "16k", "4M" (binary suffixes k/K, M, G, T) -> a positive number;
 // UserError naming --flag and the accepted forms otherwise (also for 0 and negatives).
 double parse_size(const std::string& text, const std::string& flag);
+// parse_size for a count held in int64_t: also refuses what would overflow it.
+int64_t parse_count(const std::string& text, const std::string& flag);
 
 using AbortHandler = void (*)(const char* message);
 void set_abort_handler(AbortHandler handler);
