@@ -65,16 +65,18 @@ int train(int argc, char** argv) {
   auto dp = parallel::parallelize(model, mesh, run.parallel());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;
-  if (!run.resume.empty()) {
-    state = cli::load_checkpoint(run.resume, *dp, run.model);
+  const std::string resume = run.resume.empty() ? "" : cli::resolve_resume(run.resume, run.ckpt_dir);
+  if (!resume.empty()) {
+    state = cli::load_checkpoint(resume, *dp, run.model);
     if (state.step >= run.steps) {
-      throw UserError("checkpoint " + run.resume + " is at step " + std::to_string(state.step) +
-                      ", already at --steps " + std::to_string(run.steps) + "; raise --steps to train further");
+      throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +
+                      std::to_string(run.steps) + "; raise --steps to train further");
     }
     loader.set_position(state.data_position);
   }
   cli::RunReport report(run, mesh, dp, data, plan);  // prints on rank 0 only
-  cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", /*append=*/!run.resume.empty());
+  if (!resume.empty()) report.resumed(resume, state.step);
+  cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   for (int64_t step = state.step; step < run.steps; ++step) {
     const auto t0 = Clock::now();
@@ -104,7 +106,10 @@ int train(int argc, char** argv) {
     metrics.flush_row();
   }
   report.finish();
-  if (!run.trace.empty()) mesh.context().trace.write_chrome_trace(mesh.comm(), run.trace);
+  if (!run.trace.empty()) {
+    mesh.context().trace.write_chrome_trace(mesh.comm(), run.trace);
+    report.wrote_trace(run.trace);
+  }
   return 0;
 }
 

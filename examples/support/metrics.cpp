@@ -1,7 +1,9 @@
 #include "examples/support/metrics.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "framework/error.h"
 #include "parallel/cost/transformer.h"
@@ -15,11 +17,29 @@ double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
   return cost::train_flops_per_token(s, nn::Remat::None);
 }
 
-MetricsLog::MetricsLog(const std::string& path, bool append) {
+namespace {
+
+// The rows of the JSONL file at `path` whose step is at most `last_step`.
+std::string rows_up_to(const std::string& path, int64_t last_step) {
+  std::ifstream in(path);
+  std::string kept, line;
+  const std::string key = "\"step\": ";
+  while (std::getline(in, line)) {
+    const size_t at = line.find(key);
+    if (at != std::string::npos && std::atoll(line.c_str() + at + key.size()) <= last_step) kept += line + "\n";
+  }
+  return kept;
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
   if (path.empty()) return;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  const std::string earlier = resumed_at > 0 ? rows_up_to(path, resumed_at) : "";
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_) std::fputs(earlier.c_str(), file_);
   if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
 }
 

@@ -22,7 +22,9 @@ double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len);
 
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path, bool append);  // "" disables the file
+  // "" disables the file. A run resumed at step `resumed_at` (> 0) continues the file: rows
+  // of later steps, written by the run that was interrupted after its checkpoint, go.
+  MetricsLog(const std::string& path, int64_t resumed_at);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;

@@ -85,7 +85,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("metrics", "JSONL file, one object per step ('' to disable)", cxxopts::value<std::string>()->default_value(r.metrics))
       ("ckpt-dir", "directory for checkpoints", cxxopts::value<std::string>()->default_value(r.ckpt_dir))
       ("ckpt-every", "steps between checkpoints (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
-      ("resume", "checkpoint file to continue from", cxxopts::value<std::string>()->default_value(""))
+      ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "print this help");
   o.add_options("parallel")

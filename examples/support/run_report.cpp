@@ -182,6 +182,14 @@ void RunReport::saved(const std::string& path) {
   if (leader()) std::printf("saved %s\n", path.c_str());
 }
 
+void RunReport::resumed(const std::string& path, int64_t step) {
+  if (leader()) std::printf("resumed from %s at step %lld\n", path.c_str(), static_cast<long long>(step));
+}
+
+void RunReport::wrote_trace(const std::string& path) {
+  if (leader()) std::printf("trace of every rank's compute and collectives written to %s (open it in ui.perfetto.dev)\n", path.c_str());
+}
+
 void RunReport::finish() {
   if (!leader()) return;
   print_memory("peak over the run");

@@ -41,6 +41,8 @@ class RunReport {
             MetricsLog& metrics);
   void eval(int64_t step, const EvalResult& result, MetricsLog& metrics);
   void saved(const std::string& path);
+  void resumed(const std::string& path, int64_t step);
+  void wrote_trace(const std::string& path);
   void finish();
 
  private:

@@ -1,10 +1,12 @@
 #include "examples/support/training_state.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "framework/error.h"
 #include "parallel/data_parallel/sharded_io.h"
@@ -70,6 +72,26 @@ void prepare_output_paths(const RunConfig& run, bool logs) {
   if (!logs) return;
   check_writable_file(run.metrics, "--metrics");
   check_writable_file(run.trace, "--trace");
+}
+
+std::string resolve_resume(const std::string& resume, const std::string& dir) {
+  if (resume != "latest") return resume;
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("ckpt_", 0) == 0 && entry.path().extension() == ".h5") found.push_back(entry.path().string());
+  }
+  std::sort(found.rbegin(), found.rend());  // ckpt_000300.h5 before ckpt_000200.h5
+  for (const std::string& path : found) {
+    try {
+      CheckpointReader reader(path);  // a damaged file is passed over for the one before
+      return path;
+    } catch (const UserError&) {
+    }
+  }
+  throw UserError("--resume latest found no complete checkpoint in --ckpt-dir '" + dir +
+                  "'; train without --resume or give a checkpoint path");
 }
 
 std::string checkpoint_path(const std::string& dir, int64_t step) {

@@ -26,6 +26,10 @@ struct TrainState {
 // written -- a UserError naming the path and the fix now, not after the run's training.
 void prepare_output_paths(const RunConfig& run, bool logs);
 
+// The checkpoint --resume names: a path, or "latest" for the newest checkpoint in `dir`
+// that opens as a complete shardlab checkpoint (UserError if there is none).
+std::string resolve_resume(const std::string& resume, const std::string& dir);
+
 // "<dir>/ckpt_000300.h5"
 std::string checkpoint_path(const std::string& dir, int64_t step);
 

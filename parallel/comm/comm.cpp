@@ -76,6 +76,12 @@ int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
     SL_MPI(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm));
     return worst;
   } catch (const UserError& e) {
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    if (size == 1) {  // nobody to stop: a clear message and exit 1, no abort banner
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
     // Config is validated identically on every rank: the grace lets every rank print
     // the same message before the first abort tears the others down.
     return report_and_abort(e.what(), std::chrono::milliseconds(300));

@@ -48,7 +48,8 @@ class MpiRuntime {
 void install_mpi_abort_handler(MPI_Comm job);
 
 // Installs the abort handler for `comm`, then runs `body`; on any exception prints
-// "rank R: error: <what>" to stderr and aborts every rank of `comm` with exit code 1.
+// "rank R: error: <what>" to stderr and aborts every rank of `comm` with exit code 1 (a
+// UserError in a one-rank job prints "error: <what>" and returns 1, without an abort).
 // Otherwise every rank waits for the others and returns the largest of their exit codes.
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
 
