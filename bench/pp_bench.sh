@@ -24,3 +24,15 @@ run "${names[3]}" 2 1 --mesh pipe=2 --grad-accum 8 --pp-schedule interleaved --p
 run "${names[4]}" 2 1 --mesh pipe=2 --grad-accum 8 --pp-schedule zero-bubble
 run "${names[5]}" 2 1 --mesh data=2
 ratios "1 rank x 2 threads" "${names[@]}"
+
+# The bubble against microbatches (1F1B, global batch 16 x 256): p = 2, and p = 4 with its
+# four ranks sharing this machine's two cores (timings then mix the bubble with the
+# ranks' contention for a core; the idle fraction is still each rank's own).
+echo "== the bubble against microbatches, 1f1b, global batch 16 x 256 tokens"
+common=(--model gpt-bench --batch 16 --steps "$steps" --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
+        --log-every 1000 --ckpt-dir "$tmp/ckpt")
+for p in 2 4; do
+  for m in 4 8 16; do
+    run "pipe=$p, m=$m" "$p" 1 --mesh pipe=$p --grad-accum "$m" --pp-schedule 1f1b
+  done
+done
