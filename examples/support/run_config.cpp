@@ -58,6 +58,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("heads", "attention heads N", cxxopts::value<int64_t>())
       ("kv-heads", "key/value heads K (LLaMA GQA)", cxxopts::value<int64_t>())
       ("d-ff", "MLP hidden width F", cxxopts::value<int64_t>())
+      ("rope-theta", "LLaMA: RoPE base (presets: 500000, LLaMA 3's)", cxxopts::value<double>())
+      ("norm-eps", "epsilon of LayerNorm / RMSNorm", cxxopts::value<double>())
       ("remat", "rematerialisation per block: none, full (keep block inputs), save-matmul (also keep every "
        "Linear output) or save-mlp-matmul (also keep the MLP up-projections)",
        cxxopts::value<std::string>()->default_value("none"));
@@ -74,6 +76,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("min-lr", "final learning rate of the cosine decay", cxxopts::value<double>()->default_value(std::to_string(r.min_lr)))
       ("warmup", "linear warmup steps, at most --steps (-1: a tenth of --steps)", cxxopts::value<int64_t>()->default_value(std::to_string(r.warmup)))
       ("weight-decay", "AdamW decoupled weight decay", cxxopts::value<double>()->default_value("0.1"))
+      ("adam-beta1", "AdamW first-moment decay", cxxopts::value<double>()->default_value("0.9"))
+      ("adam-beta2", "AdamW second-moment decay", cxxopts::value<double>()->default_value("0.95"))
+      ("adam-eps", "AdamW epsilon", cxxopts::value<double>()->default_value("1e-8"))
       ("momentum", "SGD momentum", cxxopts::value<double>()->default_value("0.9"))
       ("grad-clip", "global gradient-norm clip (0: off)", cxxopts::value<double>()->default_value("1.0"))
       ("seed", "seed of initial weights and data", cxxopts::value<uint64_t>()->default_value(std::to_string(r.seed)));
@@ -147,6 +152,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   if (p.count("heads") && !p.count("kv-heads") && r.model.arch == nn::Arch::Gpt) r.model.n_kv_heads = r.model.n_heads;
   set("kv-heads", r.model.n_kv_heads);
   set("d-ff", r.model.d_ff);
+  if (p.count("rope-theta")) r.model.rope_theta = static_cast<float>(p["rope-theta"].as<double>());
+  if (p.count("norm-eps")) r.model.norm_eps = static_cast<float>(p["norm-eps"].as<double>());
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
   r.data = p["data"].as<std::string>();
   r.digits = p["digits"].as<int>();
@@ -159,6 +166,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.min_lr = p["min-lr"].as<double>();
   r.warmup = p["warmup"].as<int64_t>();
   r.weight_decay = p["weight-decay"].as<double>();
+  r.adam_beta1 = p["adam-beta1"].as<double>();
+  r.adam_beta2 = p["adam-beta2"].as<double>();
+  r.adam_eps = p["adam-eps"].as<double>();
   r.momentum = p["momentum"].as<double>();
   r.grad_clip = p["grad-clip"].as<double>();
   r.seed = p["seed"].as<uint64_t>();
@@ -225,6 +235,10 @@ void RunConfig::validate() const {
   if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
   require_positive("--pp-virtual", pp_virtual);
+  if (!(adam_beta1 >= 0 && adam_beta1 < 1 && adam_beta2 >= 0 && adam_beta2 < 1 && adam_eps > 0)) {
+    throw UserError("AdamW needs 0 <= --adam-beta1, --adam-beta2 < 1 and --adam-eps > 0; got " +
+                    std::to_string(adam_beta1) + ", " + std::to_string(adam_beta2) + ", " + std::to_string(adam_eps));
+  }
 }
 
 Attributes RunConfig::to_attributes() const {
@@ -232,7 +246,8 @@ Attributes RunConfig::to_attributes() const {
           {"d_model", model.d_model},          {"n_layers", model.n_layers}, {"n_heads", model.n_heads},
           {"n_kv_heads", model.n_kv_heads},    {"d_ff", model.d_ff},     {"data", data},
           {"digits", int64_t{digits}},         {"batch", batch},         {"seq_len", sequence_length()},
-          {"optimizer", optimizer},            {"lr", lr},               {"steps", steps}};
+          {"optimizer", optimizer},            {"lr", lr},               {"steps", steps},
+          {"rope_theta", static_cast<double>(model.rope_theta)}, {"norm_eps", static_cast<double>(model.norm_eps)}};
 }
 
 parallel::DataParallelConfig RunConfig::data_parallel() const {
@@ -242,7 +257,10 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
           .reshard_after_forward = reshard_after_forward,
           .optimizer = optimizer,
           .seed = seed,
-          .adamw = {.weight_decay = static_cast<float>(weight_decay)},
+          .adamw = {.beta1 = static_cast<float>(adam_beta1),
+                    .beta2 = static_cast<float>(adam_beta2),
+                    .eps = static_cast<float>(adam_eps),
+                    .weight_decay = static_cast<float>(weight_decay)},
           .momentum = static_cast<float>(momentum)};
 }
 
@@ -273,6 +291,14 @@ nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) 
   c.n_heads = get_int(a, "n_heads", path);
   c.n_kv_heads = get_int(a, "n_kv_heads", path);
   c.d_ff = get_int(a, "d_ff", path);
+  // Checkpoints from before these were stored hold the defaults.
+  const auto real = [&](const char* key, float fallback) {
+    const auto found = a.find(key);
+    return found != a.end() && std::holds_alternative<double>(found->second) ? static_cast<float>(std::get<double>(found->second))
+                                                                              : fallback;
+  };
+  c.rope_theta = real("rope_theta", c.rope_theta);
+  c.norm_eps = real("norm_eps", c.norm_eps);
   c.validate();
   return c;
 }

@@ -32,6 +32,7 @@ struct RunConfig {
   double lr = 1e-3, min_lr = 1e-4;
   int64_t warmup = 100;    // capped at --steps; -1: a tenth of the steps
   double weight_decay = 0.1, momentum = 0.9, grad_clip = 1.0;
+  double adam_beta1 = 0.9, adam_beta2 = 0.95, adam_eps = 1e-8;
   uint64_t seed = 1234;
   // evaluation, logging, checkpoints
   int64_t eval_every = 250, eval_batches = 4, eval_problems = 100;

@@ -35,11 +35,13 @@ const std::map<std::string, ModelConfig>& presets() {
     m["gpt-tiny"] = tiny;
     ModelConfig llama = small;
     llama.arch = Arch::Llama;
+    llama.rope_theta = 500000.0f;  // LLaMA 3's RoPE base
     llama.n_kv_heads = 2;
     llama.d_ff = 344;
     m["llama-small"] = llama;
     ModelConfig llama_tiny = tiny;
     llama_tiny.arch = Arch::Llama;
+    llama_tiny.rope_theta = 500000.0f;
     llama_tiny.n_heads = 4;
     llama_tiny.n_kv_heads = 2;
     llama_tiny.d_ff = 24;
@@ -64,6 +66,10 @@ void ModelConfig::validate() const {
   require_positive("--layers", n_layers);
   require_positive("--heads", n_heads);
   require_positive("--kv-heads", n_kv_heads);
+  if (!(norm_eps > 0) || !(rope_theta > 0)) {
+    throw UserError("--norm-eps and --rope-theta must be positive, got " + std::to_string(norm_eps) + " and " +
+                    std::to_string(rope_theta));
+  }
   require_positive("--d-ff", d_ff);
   if (d_model % n_heads != 0) {
     throw UserError("--d-model " + std::to_string(d_model) + " is not divisible by --heads " +
@@ -85,7 +91,9 @@ void ModelConfig::validate() const {
 std::string ModelConfig::describe() const {
   return arch_name(arch) + " V=" + std::to_string(vocab) + " T=" + std::to_string(context) +
          " D=" + std::to_string(d_model) + " L=" + std::to_string(n_layers) + " N=" + std::to_string(n_heads) +
-         " K=" + std::to_string(n_kv_heads) + " F=" + std::to_string(d_ff) + " remat=" + remat_name(remat);
+         " K=" + std::to_string(n_kv_heads) + " F=" + std::to_string(d_ff) +
+         (arch == Arch::Llama ? " theta=" + std::to_string(static_cast<int64_t>(rope_theta)) : "") +
+         " remat=" + remat_name(remat);
 }
 
 ModelConfig ModelConfig::preset(const std::string& name) {

@@ -26,7 +26,7 @@ struct ModelConfig {
   int64_t n_kv_heads = 4;  // K (LLaMA GQA; equals N for GPT)
   int64_t d_ff = 1024;     // F
   float norm_eps = 1e-5f;
-  float rope_theta = 10000.0f;
+  float rope_theta = 10000.0f;  // LLaMA's RoPE base (the llama presets use LLaMA 3's 500000)
   Remat remat = Remat::None;
 
   int64_t head_dim() const { return d_model / n_heads; }
