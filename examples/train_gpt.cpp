@@ -47,6 +47,7 @@ int train(int argc, char** argv) {
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   if (!run.dry_run) cli::prepare_output_paths(run, mesh.rank() == 0);
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
+  mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));
   mesh.context().trace.set_recording(!run.trace.empty());
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   const cli::DataSource data = cli::open_data(run);
@@ -78,6 +79,7 @@ int train(int argc, char** argv) {
   if (!resume.empty()) report.resumed(resume, state.step);
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
+  const int64_t first_step = state.step;
   for (int64_t step = state.step; step < run.steps; ++step) {
     const auto t0 = Clock::now();
     const double comm0 = dp->exposed_comm_seconds();
@@ -89,8 +91,10 @@ int train(int argc, char** argv) {
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
-    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds_since(t0),
-                dp->exposed_comm_seconds() - comm0, metrics);
+    const double seconds = seconds_since(t0);
+    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, dp->exposed_comm_seconds() - comm0,
+                metrics);
+    if (step == first_step) mesh.context().watchdog.set_timeout(run.watchdog_timeout(seconds));
 
     const bool last = state.step == run.steps;
     if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {

@@ -115,6 +115,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        cxxopts::value<std::string>()->default_value("local"))
       ("link-mode", "link emulation: off, account (record emulated time) or delay (hold transfers)",
        cxxopts::value<std::string>()->default_value("off"))
+      ("collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming it "
+       "(0: 300 s for the first step, then 10x its time plus 30 s)", cxxopts::value<double>()->default_value("0"))
       ("link-scale", "slow emulated links down by this factor (keep the target's compute/link ratio)",
        cxxopts::value<double>()->default_value("1"))
       ("trace", "write a Chrome/Perfetto trace of every collective to this JSON file",
@@ -194,6 +196,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.link_profile = p["link-profile"].as<std::string>();
   r.link_mode = p["link-mode"].as<std::string>();
   r.link_scale = p["link-scale"].as<double>();
+  r.collective_timeout = p["collective-timeout"].as<double>();
   r.trace = p["trace"].as<std::string>();
   r.dry_run = p.count("dry-run") > 0;
   r.validate();
@@ -234,6 +237,10 @@ void RunConfig::validate() const {
   require_positive("--eval-batches", eval_batches);
   if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
+  if (collective_timeout < 0) {
+    throw UserError("--collective-timeout must be 0 (automatic) or a number of seconds, got " +
+                    std::to_string(collective_timeout));
+  }
   require_positive("--pp-virtual", pp_virtual);
   if (!(adam_beta1 >= 0 && adam_beta1 < 1 && adam_beta2 >= 0 && adam_beta2 < 1 && adam_eps > 0)) {
     throw UserError("AdamW needs 0 <= --adam-beta1, --adam-beta2 < 1 and --adam-eps > 0; got " +
@@ -248,6 +255,11 @@ Attributes RunConfig::to_attributes() const {
           {"digits", int64_t{digits}},         {"batch", batch},         {"seq_len", sequence_length()},
           {"optimizer", optimizer},            {"lr", lr},               {"steps", steps},
           {"rope_theta", static_cast<double>(model.rope_theta)}, {"norm_eps", static_cast<double>(model.norm_eps)}};
+}
+
+double RunConfig::watchdog_timeout(double first_step_seconds) const {
+  if (collective_timeout > 0) return collective_timeout;
+  return first_step_seconds > 0 ? 10 * first_step_seconds + 30 : 300;
 }
 
 parallel::DataParallelConfig RunConfig::data_parallel() const {

@@ -55,6 +55,7 @@ struct RunConfig {
   std::vector<int64_t> pp_layers;  // blocks per pipeline stage, empty: balanced by cost
   std::string link_profile = "local", link_mode = "off";
   double link_scale = 1.0;
+  double collective_timeout = 0;  // seconds a rank may wait in one collective; 0: automatic
   std::string trace;  // Chrome trace JSON of every collective, "" for none
   bool dry_run = false;  // plan and check one step's collectives, then exit
 
@@ -74,6 +75,9 @@ struct RunConfig {
                          .microbatches = grad_accum,
                          .layers = pp_layers}};
   }
+  // The watchdog's timeout: --collective-timeout when given; else 300 s until a step has
+  // been timed (first_step_seconds 0), then 10x that step plus 30 s.
+  double watchdog_timeout(double first_step_seconds) const;
   // What the layout is validated against: the model, the batch and the training options.
   parallel::LayoutChecks layout_checks() const;
 };

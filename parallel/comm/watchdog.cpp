@@ -41,7 +41,13 @@ Watchdog::Guard::Guard(Watchdog& watchdog, const std::string& axis, CollectiveOp
   watchdog_.armed_since_ns_.store(now_ns(), std::memory_order_release);
 }
 
-Watchdog::Guard::~Guard() { watchdog_.armed_since_ns_.store(0, std::memory_order_release); }
+Watchdog::Guard::~Guard() {
+  watchdog_.armed_since_ns_.store(0, std::memory_order_release);
+  watchdog_.last_axis_.store(watchdog_.axis_, std::memory_order_relaxed);
+  watchdog_.last_op_.store(static_cast<int>(watchdog_.op_), std::memory_order_relaxed);
+  watchdog_.last_bytes_.store(watchdog_.bytes_, std::memory_order_relaxed);
+  watchdog_.completed_.fetch_add(1, std::memory_order_release);
+}
 
 void Watchdog::run() {
   std::unique_lock lock(mutex_);
@@ -63,6 +69,16 @@ void Watchdog::fire(double waited_seconds) const {
                "some rank of the axis is missing from this collective or called a different one\n",
                rank_, to_string(op_).c_str(), axis_->c_str(), static_cast<long long>(bytes_), waited_seconds,
                timeout_seconds_.load());
+  const int64_t completed = completed_.load(std::memory_order_acquire);
+  const std::string* last = last_axis_.load(std::memory_order_relaxed);
+  std::fprintf(stderr, "rank %d: watchdog: this rank had completed %lld waits on collectives before it", rank_,
+               static_cast<long long>(completed));
+  if (last) {
+    std::fprintf(stderr, ", the last a %s over '%s' (%lld bytes)",
+                 to_string(static_cast<CollectiveOp>(last_op_.load(std::memory_order_relaxed))).c_str(),
+                 last->c_str(), static_cast<long long>(last_bytes_.load(std::memory_order_relaxed)));
+  }
+  std::fprintf(stderr, "; a rank that reports fewer fell behind (set the timeout with --collective-timeout)\n");
   std::fflush(stderr);
   // Called from the watchdog thread while the main thread is stuck inside MPI: the job is
   // lost either way, and MPI_Abort is the one call that ends every rank.

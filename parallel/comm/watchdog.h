@@ -3,6 +3,7 @@
 // While a rank waits for a collective it holds a Watchdog::Guard. If the wait lasts
 // longer than the timeout, a background thread prints
 //   rank 3: watchdog: all_reduce over axis 'tensor' (4096 bytes) not done after 5 s; ...
+//   this rank had completed 1412 waits on collectives, the last an all_gather over 'data' ...
 // and aborts every rank of the mesh. Arming and disarming are two atomic stores, so the
 // guard costs nothing measurable on small messages. Timeout 0 switches it off.
 //
@@ -60,6 +61,12 @@ class Watchdog {
   CollectiveOp op_ = CollectiveOp::kAllReduce;
   int64_t bytes_ = 0;
   std::atomic<int64_t> armed_since_ns_{0};  // 0: not waiting
+  // The collectives this rank has finished waiting for, and the last of them: ranks that
+  // hang report them, so comparing their counts shows who fell behind.
+  std::atomic<int64_t> completed_{0};
+  std::atomic<const std::string*> last_axis_{nullptr};
+  std::atomic<int> last_op_{0};
+  std::atomic<int64_t> last_bytes_{0};
 
   std::mutex mutex_;
   std::condition_variable wake_;
