@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever Debian packages are missing, then configures and builds shardlab.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
-# Usage: launch/setup.sh [build-dir [target...]]   (default: build, every target)
+# Usage: launch/setup.sh [build-dir [target...]]   (default: build, every target;
+#        SHARDLAB_CMAKE_ARGS adds -D options, e.g. -DSHARDLAB_SANITIZE=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
@@ -23,5 +24,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 jobs=$(nproc)
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# shellcheck disable=SC2086  # SHARDLAB_CMAKE_ARGS: extra -D options, split on spaces
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${SHARDLAB_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j"$jobs" "${targets[@]}"

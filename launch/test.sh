@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Sets up (installs missing packages, builds) and runs the whole test suite through CTest.
+#   launch/test.sh              the suite (CI runs this)
+#   launch/test.sh --sanitize   the same suite built with ASan + UBSan in build-sanitize/
+# Further arguments go to ctest (e.g. -R pipeline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash launch/setup.sh build
+build=build
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  build=build-sanitize
+  export SHARDLAB_CMAKE_ARGS="-DSHARDLAB_SANITIZE=ON"
+  # MPI's and OpenMP's runtimes keep allocations for the life of the process: leak reports
+  # would be theirs. Any other ASan or UBSan report fails the test that triggered it.
+  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+bash launch/setup.sh "$build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
