@@ -79,6 +79,10 @@ int train(int argc, char** argv) {
   if (!resume.empty()) report.resumed(resume, state.step);
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
+  if (run.save_step0 && resume.empty()) {
+    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, dp, state, run);
+    report.saved(cli::checkpoint_path(run.ckpt_dir, 0));
+  }
   const int64_t first_step = state.step;
   for (int64_t step = state.step; step < run.steps; ++step) {
     const auto t0 = Clock::now();

@@ -9,6 +9,7 @@ prints a text chart of the training loss and a table of the evaluations.
 import argparse
 import json
 import math
+import sys
 
 
 def read_rows(path):
@@ -80,11 +81,13 @@ def main():
     parser.add_argument("--text", action="store_true", help="print the text chart even if matplotlib is available")
     args = parser.parse_args()
     runs = {path: read_rows(path) for path in args.metrics}
+    if args.text:
+        return plot_text(runs)
     try:
-        if args.text:
-            raise ImportError
         plot_png(runs, args.output)
-    except ImportError:
+    except ImportError as missing:
+        print(f"no PNG: {missing} in {sys.executable} (apt-get install python3-matplotlib and run it with "
+              f"/usr/bin/python3); a text chart instead:\n")
         plot_text(runs)
 
 
