@@ -88,6 +88,7 @@ class DataParallel {
   double exposed_comm_seconds() const { return exposed_seconds_; }
 
  protected:
+  void add_exposed_seconds(double seconds) { exposed_seconds_ += seconds; }
   // Runs a blocking communication call and counts its time as exposed.
   template <typename Fn>
   void blocking(Fn fn) {
@@ -100,7 +101,8 @@ class DataParallel {
   double exposed_seconds_ = 0;
 };
 
-// Stages 0-2: parameters whole on every rank, gradients reduced in buckets. Parameters
+// Stages 0-2: parameters whole on every rank, gradients reduced in buckets
+// (gradient_buckets.h) -- stage 0 here, stages 1 and 2 in zero.h. Parameters
 // built under nn::DeferParameters are allocated and initialised in full from config.seed.
 // Stage 3 is fsdp/fsdp.h; parallel/parallelize.h chooses between them.
 std::unique_ptr<DataParallel> make_bucketed_data_parallel(nn::Transformer& model, const Mesh& mesh,
