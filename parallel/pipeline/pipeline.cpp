@@ -50,7 +50,7 @@ class PipelineShards : public ModelShards {
     return {{0, std::numeric_limits<int64_t>::max()}};
   }
   // Not collective over the pipe axis: each stage writes its own parameters in turn
-  // (write_checkpoint_by_stage), through the tensor group where there is one.
+  // (parallel::save_checkpoint), through the tensor group where there is one.
   void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
              std::span<const float> data) const override {
     if (duplicate_ && param == kTiedEmbedding) return;  // the first stage writes the same values
@@ -72,6 +72,8 @@ class PipelineShards : public ModelShards {
 };
 
 // Tags tell apart the messages in flight between two ranks; the tied embedding's is apart.
+// They wrap after 1023 (microbatch, stage, direction) triples, far more than a schedule
+// keeps in flight between two ranks at once (about p microbatches per boundary).
 constexpr int kTiedEmbeddingTag = kFirstScheduleTag - 1;
 
 // Adds the seconds of its scope to *total (when given).
