@@ -257,3 +257,16 @@ TEST_CASE("loader rejects impossible sizes with a UserError") {
   CHECK(user_error_of([&] { BatchLoader(small, 2, 16); }).find("small.txt") != std::string::npos);
   CHECK_THROWS_AS(ArithmeticTask({.digits = 10}), UserError);
 }
+
+TEST_CASE("a --data pattern reads every matching file in name order; no match is a clear error") {
+  TempDir dir;
+  write_shard(dir.file("train_002.bin"), std::vector<uint16_t>{5, 6});
+  write_shard(dir.file("train_001.bin"), std::vector<uint16_t>{1, 2, 3});
+  write_shard(dir.file("val_001.bin"), std::vector<uint16_t>{9});
+  CHECK(expand_data_paths(dir.file("train_001.bin")) == std::vector<std::string>{dir.file("train_001.bin")});
+  CHECK(expand_data_paths(dir.file("train_*.bin")) ==
+        std::vector<std::string>{dir.file("train_001.bin"), dir.file("train_002.bin")});
+  CHECK(read_token_files(dir.file("train_*.bin")) == std::vector<uint16_t>{1, 2, 3, 5, 6});
+  CHECK(read_token_files(dir.file("val_00?.bin")) == std::vector<uint16_t>{9});
+  CHECK(user_error_of([&] { expand_data_paths(dir.file("test_*.bin")); }).find("matches no file") != std::string::npos);
+}

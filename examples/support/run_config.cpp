@@ -64,7 +64,10 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        "Linear output) or save-mlp-matmul (also keep the MLP up-projections)",
        cxxopts::value<std::string>()->default_value("none"));
   o.add_options("data")
-      ("data", "'arithmetic' (embedded) or a path to a text file or llm.c .bin token shard", cxxopts::value<std::string>()->default_value(r.data))
+      ("data", "'arithmetic' (embedded) or a text file or llm.c .bin token shard; a pattern such as "
+       "'shards/train_*.bin' takes every match, in name order", cxxopts::value<std::string>()->default_value(r.data))
+      ("val-data", "held-out file(s) for evaluation, same forms as --data (default: the last tenth of --data)",
+       cxxopts::value<std::string>()->default_value(""))
       ("digits", "operand digits of the arithmetic task", cxxopts::value<int>()->default_value(std::to_string(r.digits)));
   o.add_options("optimisation")
       ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
@@ -160,6 +163,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   if (p.count("norm-eps")) r.model.norm_eps = static_cast<float>(p["norm-eps"].as<double>());
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
   r.data = p["data"].as<std::string>();
+  r.val_data = p["val-data"].as<std::string>();
   r.digits = p["digits"].as<int>();
   r.batch = p["batch"].as<int64_t>();
   r.seq_len = p["seq-len"].as<int64_t>();
@@ -240,6 +244,9 @@ void RunConfig::validate() const {
   require_positive("--eval-batches", eval_batches);
   if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
+  if (!val_data.empty() && data == "arithmetic") {
+    throw UserError("--val-data needs --data files: the arithmetic task has its own held-out problems");
+  }
   if (collective_timeout < 0) {
     throw UserError("--collective-timeout must be 0 (automatic) or a number of seconds, got " +
                     std::to_string(collective_timeout));

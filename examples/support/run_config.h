@@ -21,7 +21,8 @@ namespace shardlab::cli {
 struct RunConfig {
   nn::ModelConfig model;
   // data
-  std::string data = "arithmetic";  // "arithmetic" or a path to a text file / llm.c .bin shard
+  std::string data = "arithmetic";  // "arithmetic" or a path (or pattern) to text files / llm.c .bin shards
+  std::string val_data;              // held-out files; "" for the last tenth of data
   int digits = 2;
   // optimisation
   int64_t batch = 32;       // global batch, in sequences

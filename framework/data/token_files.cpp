@@ -1,5 +1,8 @@
 #include "framework/data/token_files.h"
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -102,6 +105,35 @@ void write_shard(const std::string& path, std::span<const uint16_t> tokens) {
 
 std::vector<uint16_t> read_token_file(const std::string& path) {
   return ends_with(path, ".bin") ? read_shard(path) : read_text_bytes(path);
+}
+
+std::vector<std::string> expand_data_paths(const std::string& pattern) {
+  const std::filesystem::path path(pattern);
+  const std::string name = path.filename().string();
+  if (name.find_first_of("*?[") == std::string::npos) return {pattern};
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.is_regular_file() && fnmatch(name.c_str(), entry.path().filename().c_str(), 0) == 0) {
+      found.push_back(entry.path().string());
+    }
+  }
+  if (found.empty()) {
+    throw UserError("--data '" + pattern + "' matches no file in '" + dir.string() +
+                    "'; check the directory and the pattern (quote it so the shell does not expand it)");
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<uint16_t> read_token_files(const std::string& pattern) {
+  std::vector<uint16_t> tokens;
+  for (const std::string& path : expand_data_paths(pattern)) {
+    const std::vector<uint16_t> more = read_token_file(path);
+    tokens.insert(tokens.end(), more.begin(), more.end());
+  }
+  return tokens;
 }
 
 }  // namespace shardlab::data

@@ -10,6 +10,7 @@
 //
 //   data::write_shard("tiny.bin", {1, 2, 3});
 //   std::vector<uint16_t> tokens = data::read_token_file("tiny.bin");   // shard, by extension
+//   tokens = data::read_token_files("shards/train_*.bin");               // every matching shard
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,12 @@ void write_shard(const std::string& path, std::span<const uint16_t> tokens);
 
 // read_shard for paths ending in ".bin", read_text_bytes for anything else.
 std::vector<uint16_t> read_token_file(const std::string& path);
+
+// The files a --data argument names: the path itself, or -- when its file name holds a
+// wildcard (* ? [) -- every file of that directory matching it, sorted by name
+// ("fineweb/train_*.bin"); UserError when none matches.
+std::vector<std::string> expand_data_paths(const std::string& pattern);
+// The tokens of every file expand_data_paths finds, one after another.
+std::vector<uint16_t> read_token_files(const std::string& pattern);
 
 }  // namespace shardlab::data
