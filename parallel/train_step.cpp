@@ -19,15 +19,16 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, con
     // until it has finished (a no-sync scope over the whole schedule).
     strategy.begin_microbatch(0, 2);
     result.loss = parallel.pipeline->forward_backward(batch, trace);
-  }
-  for (int i = 0; i < microbatches && !parallel.pipeline; ++i) {
-    std::optional<ComputeSpan> span;
-    if (trace) span.emplace(*trace, "forward+backward");
-    strategy.begin_microbatch(i, microbatches);  // gradients sync only in the last backward
-    const data::Batch micro = batch.microbatch(i, microbatches);
-    Tensor loss = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
-    ops::scale(loss, 1.0f / static_cast<float>(microbatches)).backward();
-    result.loss += loss.item() / microbatches;
+  } else {
+    for (int i = 0; i < microbatches; ++i) {
+      std::optional<ComputeSpan> span;
+      if (trace) span.emplace(*trace, "forward+backward");
+      strategy.begin_microbatch(i, microbatches);  // gradients sync only in the last backward
+      const data::Batch micro = batch.microbatch(i, microbatches);
+      Tensor loss = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
+      ops::scale(loss, 1.0f / static_cast<float>(microbatches)).backward();
+      result.loss += loss.item() / microbatches;
+    }
   }
   strategy.finish_gradients();
   result.grad_norm = strategy.clip_grad_norm(max_norm);

@@ -94,12 +94,12 @@ void ZeroDataParallel::step(float lr) {
   for (size_t i = 0; i < buckets.size(); ++i) {
     GradientBuckets::Bucket& b = *buckets[i];
     const auto [mine_lo, mine_hi] = b.layout.slice(axes_.shard->rank());
+    int64_t lo = 0, hi = 0;
+    const std::span<const float> grad = gradients(b, lo, hi).subspan(mine_lo - lo, mine_hi - mine_lo);
     MemoryScope scope(MemoryCategory::Communication);
     Tensor full = Tensor::empty({b.layout.padded()});
     b.layout.pack_params(full.span());
     std::span<float> mine = full.span().subspan(mine_lo, mine_hi - mine_lo);
-    const std::span<const float> grad =
-        stage_ == 1 ? b.flat.span().subspan(mine_lo, mine_hi - mine_lo) : b.slice.span();
     adamw_->update(i, mine, grad, lr);
     Tensor gathered = Tensor::empty({b.layout.padded()});
     blocking([&] { all_gather(*axes_.shard, mine, gathered.span()); });

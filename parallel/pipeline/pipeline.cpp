@@ -159,9 +159,7 @@ PipelineParallel::PipelineParallel(nn::Transformer& model, const Mesh& mesh, con
 }
 
 void PipelineParallel::gather_full_params() {
-  const bool holds_any = pipe_.size() > 1;
   for (Placement& p : placements_) {
-    if (!holds_any) break;
     Tensor buffer = Tensor::zeros(p.shape);
     if (pipe_.rank() == p.holder) std::copy(p.slot->data(), p.slot->data() + buffer.numel(), buffer.data());
     all_reduce(pipe_, buffer.span());  // x + 0 + ... + 0 == x
@@ -195,9 +193,10 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
   float loss = 0.0f;
   const auto start = std::chrono::steady_clock::now();
   double compute = 0.0;  // seconds in this rank's compute actions
+  const Shape activation{batch.rows / m, batch.seq_len, model_.config.d_model};  // one microbatch's
   for (const Action& a : schedule_.actions[pipe_.rank()]) {
-    const data::Batch micro = batch.microbatch(a.microbatch, m);
-    const Shape activation{micro.rows, micro.seq_len, model_.config.d_model};
+    // A sent activation or gradient is freed as soon as its send completes.
+    std::erase_if(sends, [](auto& send) { return send.second.test(); });
     InFlight& state = in_flight[{a.microbatch, a.stage}];
     std::optional<ComputeSpan> span;
     if (trace && is_compute(a.kind)) span.emplace(*trace, to_string(a));
@@ -209,7 +208,7 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
         state.input.set_requires_grad(true);
         break;
       case ActionKind::kForward:
-        state.output = run_forward(micro, a.stage, state.input);
+        state.output = run_forward(batch.microbatch(a.microbatch, m), a.stage, state.input);
         if (a.stage == S - 1) loss += state.output.item();
         break;
       case ActionKind::kSendActivation: {
