@@ -7,4 +7,5 @@
 #include "framework/ops/loss.h"
 #include "framework/ops/matmul.h"
 #include "framework/ops/norm.h"
+#include "framework/ops/routing.h"
 #include "framework/ops/shape.h"

@@ -26,6 +26,33 @@ void check_tensor(const nn::ModelConfig& m, int t) {
   if (m.vocab % t != 0) fail("the vocabulary", m.vocab);
 }
 
+void check_experts(const LayoutChecks& c, const Layout& l) {
+  const nn::ModelConfig& m = c.model;
+  if (m.experts > 0 && l.tensor > 1) {
+    throw UserError("tensor=" + str(l.tensor) + " with a mixture-of-experts model (" + str(m.experts) +
+                    " experts): tensor parallelism does not split MoE layers yet; split the experts over an "
+                    "expert axis instead (--mesh expert=N)");
+  }
+  if (l.expert == 1) return;
+  if (m.experts == 0) {
+    throw UserError("mesh axis expert=" + str(l.expert) + " needs a mixture-of-experts model; add --experts E "
+                    "(a multiple of " + str(l.expert) + ") or use a -moe- preset");
+  }
+  if (m.experts % l.expert != 0) {
+    throw UserError("expert axis " + str(l.expert) + " does not divide the " + str(m.experts) +
+                    " experts; choose an expert size that divides --experts");
+  }
+  if (l.pipe > 1) {
+    throw UserError("expert=" + str(l.expert) + " with pipe=" + str(l.pipe) +
+                    ": expert parallelism inside pipeline stages does not train yet; use one of the two axes");
+  }
+  if (c.zero > 0) {
+    throw UserError("ZeRO stage " + str(c.zero) + " with expert=" + str(l.expert) +
+                    ": sharding the experts' optimizer state within their expert group does not train yet; "
+                    "use --zero 0 with an expert axis");
+  }
+}
+
 void check_pipeline(const LayoutChecks& c, int p, int zero) {
   const int v = c.virtual_stages, stages = p * v;
   const int64_t L = c.model.n_layers;
@@ -79,15 +106,11 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
 }
 
 void Layout::validate(const LayoutChecks& c) const {
-  if (expert > 1) {
-    throw UserError("mesh axis expert=" + str(expert) +
-                    ": expert parallelism needs a mixture-of-experts model, which does not train yet; use the "
-                    "data, fsdp, pipe and tensor axes");
-  }
   if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
   if (c.zero > 0 && c.optimizer != "adamw") {
     throw UserError("ZeRO stage " + str(c.zero) + " shards AdamW state; use the adamw optimizer or ZeRO stage 0");
   }
+  check_experts(c, *this);
   check_tensor(c.model, tensor);
   if (c.tp_overlap && !c.sequence_parallel) {
     throw UserError("the collective matmul (tp overlap) hides the all_gathers of sequence parallelism; "
@@ -98,8 +121,8 @@ void Layout::validate(const LayoutChecks& c) const {
   if (c.global_batch > 0) {
     if (c.global_batch % data_ranks() != 0) {
       throw UserError("global batch " + str(c.global_batch) + " is not divisible by the " + str(data_ranks()) +
-                      " data ranks (data x fsdp = " + str(data) + " x " + str(fsdp) +
-                      "); choose a batch that is a multiple of " + str(data_ranks()));
+                      " ranks that split it (data x fsdp x expert = " + str(data) + " x " + str(fsdp) + " x " +
+                      str(expert) + "); choose a batch that is a multiple of " + str(data_ranks()));
     }
     const int64_t per_rank = c.global_batch / data_ranks();
     if (per_rank % c.microbatches != 0) {

@@ -43,7 +43,7 @@ struct Layout {
   static Layout from_axes(std::vector<AxisSpec> axes);
 
   int num_ranks() const { return data * fsdp * pipe * expert * tensor; }
-  int data_ranks() const { return data * fsdp; }  // ranks that split the batch
+  int data_ranks() const { return data * fsdp * expert; }  // ranks that split the batch
 
   // Throws UserError, naming the values and the fix, for any axis the model or the batch
   // cannot be split over, for a pipeline schedule that cannot run (its checker, too), and

@@ -1,5 +1,4 @@
-// ModelShards: how a model-parallel strategy (tensor parallelism today; pipeline and
-// expert parallelism later) split the model's parameters, as the data-parallel strategy
+// ModelShards: how a model-parallel strategy (tensor, pipeline or expert parallelism) split the model's parameters, as the data-parallel strategy
 // beneath it needs to know: which parameters every rank of the model-parallel group
 // holds whole, or in part (they count once in the global gradient norm), and how a local parameter
 // maps to its part of the global, unsharded tensor a checkpoint stores.
@@ -9,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "framework/checkpoint.h"
+#include "framework/nn/module.h"
 #include "framework/tensor.h"
 #include "parallel/comm/mesh.h"
 
@@ -40,5 +41,65 @@ class ModelShards {
   virtual void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
                     std::span<float> out) const = 0;
 };
+
+// How a parameter is split: a rank holds, along `dim`, the concatenation of the global
+// index ranges `ranges` (three for tensor parallelism's fused wqkv: its Q, K and V heads;
+// one for an expert-parallel block of experts).
+struct TensorShard {
+  Shape global;
+  int dim = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end) along dim
+
+  Shape local() const;
+  // Calls fn(local_offset, global_offset, count) for each contiguous run of elements,
+  // offsets into the row-major local and global tensors.
+  template <typename Fn>
+  void for_each_run(Fn fn) const;
+};
+
+// Replaces p's tensor by this rank's shard, cut from its values or, when p has no storage
+// yet (nn::DeferParameters), filled from the initialisers at the global element indices.
+void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t seed);
+
+// Parameters split over one group, every rank its TensorShard of each (equal sizes on
+// every rank); the others replicated, counted in the norm by the group's first rank.
+// Tensor parallelism (tensor/) and expert parallelism (expert/) are two of these.
+class AxisShards : public ModelShards {
+ public:
+  // `shards[r]`: rank r's shard of each split parameter, by name.
+  AxisShards(const AxisGroup& group, std::map<std::string, Shape> global_shapes,
+             std::vector<std::map<std::string, TensorShard>> shards);
+
+  const AxisGroup& group() const override { return group_; }
+  std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
+  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+             std::span<const float> data) const override;
+  void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
+            std::span<float> out) const override;
+
+  bool split(const std::string& name) const { return shards_[0].contains(name); }
+  // This rank's shard of a split parameter.
+  const TensorShard& shard(const std::string& name) const { return shards_[group_.rank()].at(name); }
+
+ private:
+  const AxisGroup& group_;
+  std::map<std::string, Shape> global_shapes_;              // every parameter
+  std::vector<std::map<std::string, TensorShard>> shards_;  // per rank
+};
+
+template <typename Fn>
+void TensorShard::for_each_run(Fn fn) const {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= global[d];
+  for (size_t d = dim + 1; d < global.size(); ++d) inner *= global[d];
+  const Shape l = local();
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t along = 0;  // local index along dim
+    for (const auto& [begin, end] : ranges) {
+      fn((o * l[dim] + along) * inner, (o * global[dim] + begin) * inner, (end - begin) * inner);
+      along += end - begin;
+    }
+  }
+}
 
 }  // namespace shardlab::parallel

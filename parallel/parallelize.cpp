@@ -2,6 +2,7 @@
 
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
+#include "parallel/expert/expert_parallel.h"
 #include "parallel/fsdp/fsdp.h"
 #include "parallel/tensor/tensor_parallel.h"
 
@@ -9,14 +10,16 @@ namespace shardlab::parallel {
 
 namespace {
 
-// Tensor parallelism (expert parallelism, as it lands): how it splits the layers.
+bool has_axis(const Mesh& mesh, const char* axis) { return mesh.has_axis(axis) && mesh.axis_size(axis) > 1; }
+bool has_pipe(const Mesh& mesh) { return has_axis(mesh, "pipe"); }
+
+// Tensor parallelism: how it splits the layers (Layout::validate keeps it apart from
+// expert parallelism, which parallelize() applies after the pipeline).
 std::shared_ptr<const ModelShards> apply_model_parallel(nn::Transformer& model, const Mesh& mesh,
                                                         const ParallelConfig& config) {
-  if (!mesh.has_axis("tensor") || mesh.axis_size("tensor") == 1) return nullptr;
+  if (!has_axis(mesh, "tensor")) return nullptr;
   return apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
 }
-
-bool has_pipe(const Mesh& mesh) { return mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1; }
 
 // A stage's leader: the rank of its pipe coordinate whose other coordinates are all 0.
 bool stage_leader(const Mesh& mesh) {
@@ -56,6 +59,11 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   if (has_pipe(mesh)) {
     out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
     data.model_shards = out.pipeline->shards();
+  }
+  if (has_axis(mesh, "expert")) {
+    auto experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
+    data.expert_parameters = experts->expert_parameters();
+    data.model_shards = std::move(experts);
   }
   // FSDP/DP last, over the model-parallel shards.
   out.data = data.zero == 3 ? make_fsdp(model, mesh, data) : make_bucketed_data_parallel(model, mesh, data);
@@ -100,30 +108,40 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   // follows them); the data-parallel collectives come next on other groups, and the
   // gradient norm's sum over the model-parallel ranks last.
   plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
+  plan_expert_parallel_step(plan, mesh, model.config, rows, step.seq_len, step.microbatches);
   if (has_pipe(mesh)) plan_pipeline_step(plan, mesh);
   // The data-parallel strategy sees this rank's tensor shards of its pipeline stages: plan
   // it on a model of their shapes (built deferred, so it costs nothing), leaving `model`
   // untouched.
+  const bool expert = has_axis(mesh, "expert");
   std::unique_ptr<nn::Transformer> local;
-  if (tensor || has_pipe(mesh)) {
+  if (tensor || expert || has_pipe(mesh)) {
     nn::DeferParameters defer;
     local = std::make_unique<nn::Transformer>(model.config);
   }
-  if (tensor) {
-    const auto shards = tensor_shards(model.config, mesh.axis_size("tensor"), mesh.coord("tensor"));
+  ParallelConfig sharded_config = config;
+  for (const char* axis : {"tensor", "expert"}) {
+    if (!has_axis(mesh, axis)) continue;
+    const int size = mesh.axis_size(axis), coord = mesh.coord(axis);
+    const auto shards = std::string(axis) == "tensor" ? tensor_shards(model.config, size, coord)
+                                                      : expert_shards(model.config, size, coord);
     for (const nn::Parameter& p : local->parameters()) {
       const auto it = shards.find(p.name);
-      if (it != shards.end()) *p.tensor = Tensor::unallocated(it->second.local());
+      if (it == shards.end()) continue;
+      *p.tensor = Tensor::unallocated(it->second.local());
+      if (std::string(axis) == "expert") sharded_config.data.expert_parameters.insert(p.name);
     }
   }
   if (has_pipe(mesh)) drop_other_stages(*local, mesh, config.pipeline);
   nn::Transformer& sharded = local ? *local : model;
-  const StepPlan data = config.data.zero == 3 ? plan_fsdp_step(sharded, mesh, config.data, step.microbatches)
-                                              : plan_bucketed_step(sharded, mesh, config.data);
+  const DataParallelConfig& dp = sharded_config.data;
+  const StepPlan data = dp.zero == 3 ? plan_fsdp_step(sharded, mesh, dp, step.microbatches)
+                                     : plan_bucketed_step(sharded, mesh, dp);
   plan.insert(plan.end(), data.begin(), data.end());
-  if (tensor || has_pipe(mesh)) {
+  if (tensor || expert || has_pipe(mesh)) {
     std::vector<std::string> model_axes;
     if (has_pipe(mesh)) model_axes.push_back("pipe");
+    if (expert) model_axes.push_back("expert");
     if (tensor) model_axes.push_back("tensor");
     add_planned(plan, mesh, {mesh.group(model_axes).name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   }

@@ -11,6 +11,10 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, con
                       int microbatches, float lr, double max_norm, CommTrace* trace) {
   StepResult result;
   DataParallel& strategy = *parallel;
+  // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
+  // losses, which reach backward on their own, follow the same scale.
+  model.moe_state->loss_scale = 1.0f / static_cast<float>(microbatches);
+  model.moe_state->stats.clear();
   if (parallel.pipeline) {
     SL_ASSERT(parallel.pipeline->schedule().microbatches == microbatches,
               "the pipeline was built for " + std::to_string(parallel.pipeline->schedule().microbatches) +
@@ -30,6 +34,7 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, con
       result.loss += loss.item() / microbatches;
     }
   }
+  result.moe = model.moe_state->stats;
   strategy.finish_gradients();
   result.grad_norm = strategy.clip_grad_norm(max_norm);
   strategy.step(lr);

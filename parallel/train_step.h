@@ -19,6 +19,7 @@ namespace shardlab::parallel {
 struct StepResult {
   double loss = 0.0;       // mean over this rank's microbatches (its rows of the global batch), on every pipe rank
   double grad_norm = 0.0;  // global gradient norm before clipping
+  nn::MoeStats moe;        // this rank's MoE layers over the step's microbatches (nn/moe.h)
 };
 
 // `batch` is this rank's rows of the global batch. With a trace, each microbatch's

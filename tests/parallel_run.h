@@ -27,6 +27,10 @@ inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelMo
     double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
     r.losses.push_back(loss / axes.all->size());
+    double moe[3] = {step.moe.aux_loss, double(step.moe.layer_forwards), double(step.moe.dropped)};
+    MPI_Allreduce(MPI_IN_PLACE, moe, 3, MPI_DOUBLE, MPI_SUM, axes.all->comm());
+    r.aux_losses.push_back(moe[1] > 0 ? moe[0] / moe[1] : 0.0);
+    r.dropped.push_back(static_cast<int64_t>(moe[2]));
   }
   strategy.gather_full_params();
   r.params = snapshot(model);
@@ -42,6 +46,10 @@ inline void check_losses_and_norms(const Run& ref, const Run& got, double loss_t
                   "step " << s << ": loss " << got.losses[s] << " vs single-process " << ref.losses[s]);
     CHECK_MESSAGE(std::abs(got.grad_norms[s] - ref.grad_norms[s]) <= 1e-4 * ref.grad_norms[s],
                   "step " << s << ": gradient norm " << got.grad_norms[s] << " vs single-process " << ref.grad_norms[s]);
+    CHECK_MESSAGE(std::abs(got.aux_losses[s] - ref.aux_losses[s]) <= 1e-4 * std::abs(ref.aux_losses[s]),
+                  "step " << s << ": MoE aux loss " << got.aux_losses[s] << " vs single-process " << ref.aux_losses[s]);
+    CHECK_MESSAGE(got.dropped[s] == ref.dropped[s],
+                  "step " << s << ": " << got.dropped[s] << " token choices dropped vs single-process " << ref.dropped[s]);
   }
 }
 

@@ -52,6 +52,10 @@ struct Run {
   std::vector<double> grad_norms;  // before clipping: catches a wrong gradient scale, which
                                    // clipping and Adam's normalisation would otherwise hide
   Params params;                   // after the steps
+  // MoE models: each step's load-balancing loss (mean over layer forwards) and dropped
+  // token choices, over the whole global batch.
+  std::vector<double> aux_losses;
+  std::vector<int64_t> dropped;
 };
 
 struct ReferenceSpec {
@@ -69,14 +73,20 @@ inline Run single_process_run(const nn::ModelConfig& c, std::shared_ptr<const da
   optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
   data::BatchLoader loader(std::move(dataset), s.batch, s.seq_len);
   Run r;
+  // The auxiliary losses reach backward on their own: they follow the 1/k on the loss.
+  model.moe_state->loss_scale = 1.0f / static_cast<float>(s.microbatches);
   for (int step = 0; step < s.steps; ++step) {
     data::Batch batch = loader.next();
+    model.moe_state->stats.clear();
     r.losses.push_back(optim::accumulate_gradients(s.microbatches, [&](int i, float scale) {
       data::Batch m = batch.microbatch(i, s.microbatches);
       Tensor l = model.loss(m.inputs, m.targets, m.rows, m.seq_len);
       ops::scale(l, scale).backward();
       return static_cast<double>(l.item());
     }));
+    const nn::MoeStats& moe = model.moe_state->stats;
+    r.aux_losses.push_back(moe.layer_forwards ? moe.aux_loss / moe.layer_forwards : 0.0);
+    r.dropped.push_back(moe.dropped);
     r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
     opt.step(s.lr);
     opt.zero_grad();

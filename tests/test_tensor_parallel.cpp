@@ -354,7 +354,7 @@ TEST_CASE("a layout the model cannot be split over is a clear error, before any 
   c = nn::ModelConfig::preset("llama-tiny");
   c.vocab = 258;
   CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
-  CHECK(error("expert=2").find("expert parallelism needs a mixture-of-experts model") != std::string::npos);
+  CHECK(error("expert=2").find("mesh axis expert=2 needs a mixture-of-experts model") != std::string::npos);
   CHECK(user_error_of([&] {
           Layout::from_spec("tensor=2").validate({.model = nn::ModelConfig::preset("llama-tiny"), .tp_overlap = true});
         }).find("turn sequence parallelism on") != std::string::npos);

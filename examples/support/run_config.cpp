@@ -49,7 +49,8 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   RunConfig r;
   cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");
   o.add_options("model")
-      ("model", "preset: gpt-arith, gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny", cxxopts::value<std::string>()->default_value("gpt-arith"))
+      ("model", "preset: gpt-arith, gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny, gpt-moe-tiny, "
+       "llama-moe-tiny, llama-moe-small", cxxopts::value<std::string>()->default_value("gpt-arith"))
       ("arch", "gpt or llama (overrides the preset)", cxxopts::value<std::string>())
       ("vocab", "vocabulary size V", cxxopts::value<int64_t>())
       ("context", "context length T", cxxopts::value<int64_t>())
@@ -60,6 +61,12 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("d-ff", "MLP hidden width F", cxxopts::value<int64_t>())
       ("rope-theta", "LLaMA: RoPE base (presets: 500000, LLaMA 3's)", cxxopts::value<double>())
       ("norm-eps", "epsilon of LayerNorm / RMSNorm", cxxopts::value<double>())
+      ("experts", "mixture of experts: E experts per MoE block (0: a dense model)", cxxopts::value<int64_t>())
+      ("top-k", "MoE: experts per token k (1: Switch; 2+: renormalised gates, as Mixtral)", cxxopts::value<int64_t>())
+      ("moe-every", "MoE: every n-th block has experts (blocks n-1, 2n-1, ...)", cxxopts::value<int64_t>())
+      ("capacity-factor", "MoE: slots per expert per sequence = ceil(C T k / E); 0: dropless", cxxopts::value<double>())
+      ("aux-loss-coef", "MoE: weight of the load-balancing loss", cxxopts::value<double>())
+      ("z-loss-coef", "MoE: weight of the router z-loss", cxxopts::value<double>())
       ("remat", "rematerialisation per block: none, full (keep block inputs), save-matmul (also keep every "
        "Linear output) or save-mlp-matmul (also keep the MLP up-projections)",
        cxxopts::value<std::string>()->default_value("none"));
@@ -161,6 +168,15 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   set("d-ff", r.model.d_ff);
   if (p.count("rope-theta")) r.model.rope_theta = static_cast<float>(p["rope-theta"].as<double>());
   if (p.count("norm-eps")) r.model.norm_eps = static_cast<float>(p["norm-eps"].as<double>());
+  set("experts", r.model.experts);
+  set("top-k", r.model.top_k);
+  set("moe-every", r.model.moe_every);
+  const auto set_real = [&p](const char* flag, float& field) {
+    if (p.count(flag)) field = static_cast<float>(p[flag].as<double>());
+  };
+  set_real("capacity-factor", r.model.capacity_factor);
+  set_real("aux-loss-coef", r.model.aux_loss_coef);
+  set_real("z-loss-coef", r.model.z_loss_coef);
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
   r.data = p["data"].as<std::string>();
   r.val_data = p["val-data"].as<std::string>();
@@ -264,7 +280,11 @@ Attributes RunConfig::to_attributes() const {
           {"n_kv_heads", model.n_kv_heads},    {"d_ff", model.d_ff},     {"data", data},
           {"digits", int64_t{digits}},         {"batch", batch},         {"seq_len", sequence_length()},
           {"optimizer", optimizer},            {"lr", lr},               {"steps", steps},
-          {"rope_theta", static_cast<double>(model.rope_theta)}, {"norm_eps", static_cast<double>(model.norm_eps)}};
+          {"rope_theta", static_cast<double>(model.rope_theta)}, {"norm_eps", static_cast<double>(model.norm_eps)},
+          {"experts", model.experts},          {"top_k", model.top_k},   {"moe_every", model.moe_every},
+          {"capacity_factor", static_cast<double>(model.capacity_factor)},
+          {"aux_loss_coef", static_cast<double>(model.aux_loss_coef)},
+          {"z_loss_coef", static_cast<double>(model.z_loss_coef)}};
 }
 
 double RunConfig::watchdog_timeout(double first_step_seconds) const {
@@ -321,6 +341,16 @@ nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) 
   };
   c.rope_theta = real("rope_theta", c.rope_theta);
   c.norm_eps = real("norm_eps", c.norm_eps);
+  const auto integer = [&](const char* key, int64_t fallback) {
+    const auto found = a.find(key);
+    return found != a.end() && std::holds_alternative<int64_t>(found->second) ? std::get<int64_t>(found->second) : fallback;
+  };
+  c.experts = integer("experts", c.experts);
+  c.top_k = integer("top_k", c.top_k);
+  c.moe_every = integer("moe_every", c.moe_every);
+  c.capacity_factor = real("capacity_factor", c.capacity_factor);
+  c.aux_loss_coef = real("aux_loss_coef", c.aux_loss_coef);
+  c.z_loss_coef = real("z_loss_coef", c.z_loss_coef);
   c.validate();
   return c;
 }

@@ -22,7 +22,9 @@ std::unique_ptr<CheckpointReader> open_for(const std::string& path, const nn::Mo
                     stored.context == expected.context && stored.d_model == expected.d_model &&
                     stored.n_layers == expected.n_layers && stored.n_heads == expected.n_heads &&
                     stored.n_kv_heads == expected.n_kv_heads && stored.d_ff == expected.d_ff &&
-                    stored.rope_theta == expected.rope_theta && stored.norm_eps == expected.norm_eps;
+                    stored.rope_theta == expected.rope_theta && stored.norm_eps == expected.norm_eps &&
+                    stored.experts == expected.experts && stored.top_k == expected.top_k &&
+                    stored.moe_every == expected.moe_every;
   if (!same) {
     throw UserError("checkpoint " + path + " holds a different model (" + stored.describe() + ") than this run (" +
                     expected.describe() + "); pass the model flags it was trained with");

@@ -46,6 +46,22 @@ const std::map<std::string, ModelConfig>& presets() {
     llama_tiny.n_kv_heads = 2;
     llama_tiny.d_ff = 24;
     m["llama-tiny"] = llama_tiny;
+    // Mixture-of-experts variants: Switch-style top-1 for GPT, Mixtral-style top-2 for
+    // LLaMA. llama-moe-small's 8 experts of F/2 give each token the MLP FLOPs of
+    // llama-small (2 of them active): the dense model of the same active parameters.
+    ModelConfig gpt_moe = tiny;
+    gpt_moe.experts = 4;
+    gpt_moe.top_k = 1;
+    m["gpt-moe-tiny"] = gpt_moe;
+    ModelConfig llama_moe = llama_tiny;
+    llama_moe.experts = 4;
+    llama_moe.top_k = 2;
+    m["llama-moe-tiny"] = llama_moe;
+    ModelConfig llama_moe_small = llama;
+    llama_moe_small.experts = 8;
+    llama_moe_small.top_k = 2;
+    llama_moe_small.d_ff = llama.d_ff / 2;
+    m["llama-moe-small"] = llama_moe_small;
     return m;
   }();
   return p;
@@ -83,6 +99,25 @@ void ModelConfig::validate() const {
     throw UserError("GPT models use multi-head attention: --kv-heads " + std::to_string(n_kv_heads) +
                     " must equal --heads " + std::to_string(n_heads) + " (use --arch llama for GQA)");
   }
+  if (experts < 0) throw UserError("--experts must be 0 (a dense model) or positive, got " + std::to_string(experts));
+  if (experts > 0) {
+    if (top_k < 1 || top_k > experts) {
+      throw UserError("--top-k " + std::to_string(top_k) + " must be between 1 and the " + std::to_string(experts) +
+                      " experts; each token picks k distinct experts");
+    }
+    require_positive("--moe-every", moe_every);
+    if (moe_every > n_layers) {
+      throw UserError("--moe-every " + std::to_string(moe_every) + " exceeds the " + std::to_string(n_layers) +
+                      " layers, so no block would have experts; choose at most " + std::to_string(n_layers));
+    }
+    if (!(capacity_factor >= 0)) {
+      throw UserError("--capacity-factor must be 0 (dropless) or positive, got " + std::to_string(capacity_factor));
+    }
+    if (!(aux_loss_coef >= 0) || !(z_loss_coef >= 0)) {
+      throw UserError("--aux-loss-coef and --z-loss-coef must be 0 or positive, got " + std::to_string(aux_loss_coef) +
+                      " and " + std::to_string(z_loss_coef));
+    }
+  }
   if (arch == Arch::Llama && head_dim() % 2 != 0) {
     throw UserError("RoPE needs an even head dim, got d_model/heads = " + std::to_string(head_dim()));
   }
@@ -93,6 +128,9 @@ std::string ModelConfig::describe() const {
          " D=" + std::to_string(d_model) + " L=" + std::to_string(n_layers) + " N=" + std::to_string(n_heads) +
          " K=" + std::to_string(n_kv_heads) + " F=" + std::to_string(d_ff) +
          (arch == Arch::Llama ? " theta=" + std::to_string(static_cast<int64_t>(rope_theta)) : "") +
+         (experts > 0 ? " E=" + std::to_string(experts) + " k=" + std::to_string(top_k) +
+                            " moe_every=" + std::to_string(moe_every) + " C=" + std::to_string(capacity_factor).substr(0, 4)
+                      : "") +
          " remat=" + remat_name(remat);
 }
 

@@ -29,7 +29,20 @@ struct ModelConfig {
   float rope_theta = 10000.0f;  // LLaMA's RoPE base (the llama presets use LLaMA 3's 500000)
   Remat remat = Remat::None;
 
+  // Mixture of experts (nn/moe.h): 0 experts is a dense model. Otherwise every
+  // moe_every-th block (blocks moe_every-1, 2*moe_every-1, ...) has E experts of hidden
+  // size d_ff, each token routed to top_k of them; each expert takes at most
+  // ceil(capacity_factor * T * top_k / E) tokens of a sequence (0: dropless, up to T).
+  int64_t experts = 0;        // E
+  int64_t top_k = 1;          // k: 1 as Switch, 2 (renormalised) as Mixtral
+  int64_t moe_every = 1;
+  float capacity_factor = 1.25f;
+  float aux_loss_coef = 0.01f;   // Switch/GShard load-balancing loss E * sum_i f_i P_i
+  float z_loss_coef = 0.001f;    // ST-MoE router z-loss mean(logsumexp(logits)^2)
+
   int64_t head_dim() const { return d_model / n_heads; }
+  bool is_moe_layer(int64_t layer) const { return experts > 0 && layer % moe_every == moe_every - 1; }
+  int64_t moe_layers() const { return experts > 0 ? n_layers / moe_every : 0; }
   void validate() const;
   std::string describe() const;  // one line for logs
 

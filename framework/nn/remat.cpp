@@ -24,6 +24,7 @@ struct LinearTape {
 };
 
 thread_local LinearTape* active_tape = nullptr;
+thread_local int recompute_depth = 0;
 
 // Makes `tape` the one Linear calls see on this thread for the guard's life.
 class TapeScope {
@@ -38,6 +39,8 @@ class TapeScope {
 };
 
 }  // namespace
+
+bool recomputing() { return recompute_depth > 0; }
 
 Tensor rematerialised_linear(const Linear& layer, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   LinearTape* tape = active_tape;
@@ -72,7 +75,9 @@ Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, cons
     {
       if (tape) tape->replaying = true;
       TapeScope scope(tape.get());
+      ++recompute_depth;
       y_again = fn(x_again);
+      --recompute_depth;
     }
     if (tape) {
       SL_ASSERT(tape->next == tape->outputs.size(), "remat replay called fewer Linear layers than the forward did");

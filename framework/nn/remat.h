@@ -34,6 +34,10 @@ class Linear;
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x, const std::vector<Tensor>& params,
                   Remat policy = Remat::Full, std::vector<const Linear*> saved = {});
 
+// True while a checkpoint's backward re-runs its function on this thread: layers that
+// count what they do (MoE statistics) count the first forward only.
+bool recomputing();
+
 // nn::Linear's product x · W^T (+ bias, when defined) with the layer's (possibly hooked)
 // weight: ops::linear, or inside a checkpoint that saves this layer's output, that output
 // taken back.

@@ -20,10 +20,13 @@ const ModelConfig& validated(const ModelConfig& c) {
 
 }  // namespace
 
-Block::Block(Module& parent, const std::string& name, const ModelConfig& c)
+Block::Block(Module& parent, const std::string& name, const ModelConfig& c, int64_t layer,
+             std::shared_ptr<MoeState> moe_state)
     : norm1(*this, "norm1", c.d_model, norm_kind(c), c.norm_eps), attn(*this, "attn", c),
       norm2(*this, "norm2", c.d_model, norm_kind(c), c.norm_eps), remat(c.remat) {
-  if (c.arch == Arch::Gpt) {
+  if (c.is_moe_layer(layer)) {
+    moe = std::make_unique<Moe>(*this, "moe", c, residual_std(c), std::move(moe_state));
+  } else if (c.arch == Arch::Gpt) {
     mlp = std::make_unique<Mlp>(*this, "mlp", c.d_model, c.d_ff, residual_std(c));
   } else {
     swiglu = std::make_unique<SwiGlu>(*this, "mlp", c.d_model, c.d_ff, residual_std(c));
@@ -31,7 +34,10 @@ Block::Block(Module& parent, const std::string& name, const ModelConfig& c)
   parent.add_child_module(*this, name);
 }
 
-Tensor Block::feed_forward(const Tensor& x) const { return mlp ? (*mlp)(x) : (*swiglu)(x); }
+Tensor Block::feed_forward(const Tensor& x) const {
+  if (moe) return (*moe)(x);
+  return mlp ? (*mlp)(x) : (*swiglu)(x);
+}
 
 Tensor Block::forward(const Tensor& x) const {
   Tensor h = ops::add(x, attn(norm1(x)));
@@ -44,8 +50,10 @@ Tensor Block::operator()(const Tensor& x) const {
     std::vector<Tensor> params;
     for (auto& [name, p] : const_cast<Block*>(this)->named_parameters()) params.push_back(p);
     std::vector<const Linear*> saved;  // save-mlp-matmul: the MLP's up-projections
-    if (remat == Remat::SaveMlpMatmulOutputs) {
-      saved = mlp ? std::vector<const Linear*>{&mlp->fc} : std::vector<const Linear*>{&swiglu->gate, &swiglu->up};
+    if (remat == Remat::SaveMlpMatmulOutputs) {  // an MoE block keeps its router's logits
+      saved = moe ? std::vector<const Linear*>{&moe->router}
+              : mlp ? std::vector<const Linear*>{&mlp->fc}
+                    : std::vector<const Linear*>{&swiglu->gate, &swiglu->up};
     }
     return checkpoint([this](const Tensor& in) { return forward(in); }, h, params, remat, saved);
   };
@@ -62,7 +70,7 @@ Transformer::Transformer(const ModelConfig& c)
       norm_f(*this, "norm_f", c.d_model, norm_kind(c), c.norm_eps) {
   if (c.arch == Arch::Gpt) wpe = std::make_unique<Embedding>(*this, "wpe", c.context, c.d_model);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    blocks.push_back(std::make_unique<Block>(*this, "blocks." + std::to_string(l), c));
+    blocks.push_back(std::make_unique<Block>(*this, "blocks." + std::to_string(l), c, l, moe_state));
   }
   if (c.arch == Arch::Llama) lm_head = std::make_unique<Linear>(*this, "lm_head", c.d_model, c.vocab, false);
 }

@@ -20,12 +20,15 @@
 #include "framework/nn/attention.h"
 #include "framework/nn/config.h"
 #include "framework/nn/layers.h"
+#include "framework/nn/moe.h"
 
 namespace shardlab::nn {
 
 class Block : public Module {
  public:
-  Block(Module& parent, const std::string& name, const ModelConfig& config);
+  // Block `layer` of a model with `config`; an MoE layer (config.is_moe_layer) reports to `moe`.
+  Block(Module& parent, const std::string& name, const ModelConfig& config, int64_t layer,
+        std::shared_ptr<MoeState> moe_state);
   Tensor operator()(const Tensor& x) const;  // honours config.remat and the forward hooks
   Tensor forward(const Tensor& x) const;     // never rematerialises
   Tensor decode(const Tensor& x, KVCache& cache, int layer) const;
@@ -35,6 +38,7 @@ class Block : public Module {
   Norm norm2;
   std::unique_ptr<Mlp> mlp;        // GPT
   std::unique_ptr<SwiGlu> swiglu;  // LLaMA
+  std::unique_ptr<Moe> moe;        // an MoE block's experts, in place of either
   Remat remat;
 
  private:
@@ -57,6 +61,8 @@ class Transformer : public Module {
   Tensor head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator = 0.0) const;
 
   const ModelConfig config;
+  // The MoE layers' statistics and auxiliary-loss scale (moe.h); unused by a dense model.
+  const std::shared_ptr<MoeState> moe_state = std::make_shared<MoeState>();
   Embedding wte;
   std::unique_ptr<Embedding> wpe;  // GPT only
   std::vector<std::unique_ptr<Block>> blocks;

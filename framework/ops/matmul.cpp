@@ -185,6 +185,53 @@ Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, con
   return record_linear(x, w, b, y.detach());
 }
 
+Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  SL_ASSERT(x.ndim() == 3 && w.ndim() == 3 && x.dim(0) == w.dim(0) && x.dim(2) == w.dim(2),
+            "batched_linear: x " + shape_str(x.shape()) + " with weights " + shape_str(w.shape()));
+  SL_ASSERT(!b.defined() || (b.ndim() == 2 && b.dim(0) == w.dim(0) && b.dim(1) == w.dim(1)),
+            "batched_linear: bias " + shape_str(b.shape()) + " for weights " + shape_str(w.shape()));
+  const int64_t G = x.dim(0), M = x.dim(1), K = x.dim(2), N = w.dim(1);
+  // [1, G, rows, cols] views, row-major or transposed.
+  auto view = [G](int64_t rows, int64_t cols, bool trans) {
+    return MatView::batched({1, G, rows, cols}, {G * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
+  };
+  Tensor y = Tensor::empty({G, M, N});
+  matmul_raw(x.data(), view(M, K, false), w.data(), view(K, N, true), y.data(), view(M, N, false));
+  if (b.defined()) {
+    for (int64_t g = 0; g < G; ++g) {
+      const float* bias = b.data() + g * N;
+      for (int64_t m = 0; m < M; ++m) {
+        float* row = y.data() + (g * M + m) * N;
+#pragma omp simd
+        for (int64_t n = 0; n < N; ++n) row[n] += bias[n];
+      }
+    }
+  }
+  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view](const Tensor& gy) {
+    Tensor gx, gw, gb;
+    if (x.requires_grad()) {  // gx[g] = gy[g] · w[g]
+      gx = Tensor::empty(x.shape());
+      matmul_raw(gy.data(), view(M, N, false), w.data(), view(N, K, false), gx.data(), view(M, K, false));
+    }
+    if (w.requires_grad()) {  // gw[g] = gy[g]^T · x[g]
+      gw = Tensor::empty(w.shape());
+      matmul_raw(gy.data(), view(N, M, true), x.data(), view(M, K, false), gw.data(), view(N, K, false));
+    }
+    if (b.defined() && b.requires_grad()) {  // gb[g] = column sums of gy[g]
+      gb = Tensor::zeros(b.shape());
+      for (int64_t g = 0; g < G; ++g) {
+        for (int64_t m = 0; m < M; ++m) {
+          const float* row = gy.data() + (g * M + m) * N;
+          float* o = gb.data() + g * N;
+#pragma omp simd
+          for (int64_t n = 0; n < N; ++n) o[n] += row[n];
+        }
+      }
+    }
+    return std::vector<Tensor>{gx, gw, gb};
+  });
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   SL_ASSERT(a.ndim() == b.ndim() && a.ndim() >= 2 && a.ndim() <= 4 && a.dim(-1) == b.dim(-2),
             "matmul: " + shape_str(a.shape()) + " x " + shape_str(b.shape()));

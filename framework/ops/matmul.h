@@ -55,6 +55,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 // selective rematerialisation does): records linear's backward without multiplying.
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y);
 
+// G linear layers at once (the experts of an MoE layer: a grouped GEMM):
+// y[g, M, N] = x[g, M, K] · w[g, N, K]^T (+ b[g, N]). b may be undefined.
+Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+
 // c[..., M, N] = a[..., M, K] · b[..., K, N] with equal leading dims (at most two).
 Tensor matmul(const Tensor& a, const Tensor& b);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -21,13 +22,18 @@ namespace {
 std::string param_of_state(const std::string& state) { return state.substr(state.find('/') + 1); }
 
 // Stage 0 (DP): parameters, gradients and optimizer state whole on every rank; gradients
-// all-reduced over every data rank in buckets, then averaged back into each parameter's
-// .grad, so that any optimizer (AdamW, SGD) steps on them as in one process.
+// all-reduced in buckets, then averaged back into each parameter's .grad, so that any
+// optimizer (AdamW, SGD) steps on them as in one process. Dense parameters reduce over
+// every batch rank; under expert parallelism the experts reduce over the ranks holding
+// the same experts, and are averaged by the same count, since each expert's gradient
+// already sums over the expert axis's tokens (the all_to_all's backward brought them).
 class DistributedDataParallel : public DataParallel {
  public:
   DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
   void begin_microbatch(int index, int count) override {
-    if (buckets_) buckets_->set_sync(index == count - 1);
+    for (auto& r : reductions_) {
+      if (r->buckets) r->buckets->set_sync(index == count - 1);
+    }
   }
   void finish_gradients() override;
   double clip_grad_norm(double max_norm) override;
@@ -39,19 +45,34 @@ class DistributedDataParallel : public DataParallel {
   std::string describe() const override;
 
  private:
+  // Parameters averaged over one group. No buckets on a group of one rank: nothing to
+  // exchange, the gradients stay where backward put them (and are only scaled).
+  struct Reduction {
+    std::vector<nn::Parameter> params;
+    std::optional<GradientBuckets> buckets;
+  };
+
   DataAxes axes_;
   std::vector<nn::Parameter> params_;
+  // Dense parameters; then the experts, if any. Held by pointer: the buckets' gradient
+  // hooks point into them.
+  std::vector<std::unique_ptr<Reduction>> reductions_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  // None on one data rank: nothing to exchange, the gradients stay where backward put them.
-  std::optional<GradientBuckets> buckets_;
   ParamIO io_;
 };
 
 DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
     : axes_(DataAxes::of(mesh)), params_(model.parameters()), io_(c.model_shards) {
-  if (axes_.all->size() > 1) {
-    buckets_.emplace(params_, c.bucket_mb, 1, *axes_.all, GradientBuckets::kAllReduce, c.overlap,
-                     MemoryCategory::Gradients);
+  std::vector<nn::Parameter> dense, experts;
+  for (const nn::Parameter& p : params_) (c.expert_parameters.contains(p.name) ? experts : dense).push_back(p);
+  for (auto [params, group] : {std::pair{&dense, axes_.all}, std::pair{&experts, axes_.expert_data}}) {
+    if (params->empty()) continue;
+    Reduction& r = *reductions_.emplace_back(std::make_unique<Reduction>());
+    r.params = std::move(*params);
+    if (group->size() > 1) {
+      r.buckets.emplace(r.params, c.bucket_mb, 1, *group, GradientBuckets::kAllReduce, c.overlap,
+                        MemoryCategory::Gradients);
+    }
   }
   std::vector<std::pair<std::string, Tensor>> named;
   for (const nn::Parameter& p : params_) named.emplace_back(p.name, *p.tensor);
@@ -60,12 +81,23 @@ DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const M
 }
 
 void DistributedDataParallel::finish_gradients() {
-  if (!buckets_) return;
-  add_exposed_seconds(buckets_->finish());
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
-  for (auto& b : buckets_->buckets()) {
-    b->layout.unpack_grads(b->flat.span(), mean);
-    b->flat = Tensor();
+  for (auto& r : reductions_) {
+    if (!r->buckets) {
+      if (mean == 1.0f) continue;
+      for (const nn::Parameter& p : r->params) {
+        Tensor g = p.tensor->grad();
+        if (g.defined()) {
+          for (float& v : g.span()) v *= mean;
+        }
+      }
+      continue;
+    }
+    add_exposed_seconds(r->buckets->finish());
+    for (auto& b : r->buckets->buckets()) {
+      b->layout.unpack_grads(b->flat.span(), mean);
+      b->flat = Tensor();
+    }
   }
 }
 
@@ -83,12 +115,17 @@ double DistributedDataParallel::clip_grad_norm(double max_norm) {
 }
 
 void DistributedDataParallel::zero_grad() {
-  if (buckets_) return buckets_->zero_grad();
-  for (const nn::Parameter& p : params_) p.tensor->zero_grad();
+  for (auto& r : reductions_) {
+    if (r->buckets) {
+      r->buckets->zero_grad();
+    } else {
+      for (const nn::Parameter& p : r->params) p.tensor->zero_grad();
+    }
+  }
 }
 
 void DistributedDataParallel::save(CheckpointWriter* writer) {
-  if (axes_.all->rank() != 0) return;
+  if (axes_.expert_data->rank() != 0) return;  // every expert rank holds experts of its own
   for (const nn::Parameter& p : params_) io_.write(writer, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
   for (const auto& [name, t] : optimizer_->state_tensors()) {
     io_.write(writer, "optim/" + name, param_of_state(name), t.shape(), t.span());
@@ -105,8 +142,12 @@ void DistributedDataParallel::load(const CheckpointReader& reader) {
 }
 
 std::string DistributedDataParallel::describe() const {
-  return "DP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks), " +
-         std::to_string(buckets_ ? buckets_->buckets().size() : 0) + " gradient buckets";
+  std::string s = "DP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks)";
+  for (const auto& r : reductions_) {
+    s += ", " + std::to_string(r->buckets ? r->buckets->buckets().size() : 0) + " gradient buckets";
+  }
+  if (reductions_.size() > 1) s += " (dense; experts over " + axes_.expert_data->name() + ")";
+  return s;
 }
 
 // What DistributedDataParallel issues in one step: the bucket all-reduces of the last
@@ -114,10 +155,16 @@ std::string DistributedDataParallel::describe() const {
 StepPlan plan_distributed(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
   const DataAxes axes = DataAxes::of(mesh);
   StepPlan plan;
-  const std::vector<FlatLayout> buckets = gradient_buckets(model.parameters(), c.bucket_mb, 1);
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    add_planned(plan, mesh, {axes.all->name(), CollectiveOp::kAllReduce, buckets[i].padded() * kBytesPerFloat,
-                             "grads bucket " + std::to_string(i)});
+  std::vector<nn::Parameter> dense, experts;
+  for (const nn::Parameter& p : model.parameters()) (c.expert_parameters.contains(p.name) ? experts : dense).push_back(p);
+  for (auto [params, group, what] : {std::tuple{&dense, axes.all, "grads bucket "},
+                                     std::tuple{&experts, axes.expert_data, "expert grads bucket "}}) {
+    if (params->empty() || group->size() == 1) continue;
+    const std::vector<FlatLayout> buckets = gradient_buckets(*params, c.bucket_mb, 1);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      add_planned(plan, mesh, {group->name(), CollectiveOp::kAllReduce, buckets[i].padded() * kBytesPerFloat,
+                               what + std::to_string(i)});
+    }
   }
   return plan;
 }
@@ -131,9 +178,11 @@ DataAxes DataAxes::of(const Mesh& mesh) {
     if (mesh.has_axis(n)) names.push_back(n);
   }
   if (names.empty()) throw UserError("the mesh " + mesh.describe() + " has no data or fsdp axis; add data=1");
+  a.expert_data = &mesh.group(names);
+  if (mesh.has_axis("expert") && mesh.axis_size("expert") > 1) names.push_back("expert");
   a.all = &mesh.group(names);
   const bool hybrid = mesh.has_axis("fsdp") && mesh.axis_size("fsdp") > 1 && mesh.has_axis("data");
-  a.shard = hybrid ? &mesh.axis("fsdp") : a.all;
+  a.shard = hybrid ? &mesh.axis("fsdp") : a.expert_data;
   a.replica = hybrid && mesh.axis_size("data") > 1 ? &mesh.axis("data") : nullptr;
   return a;
 }

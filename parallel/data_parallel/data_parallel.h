@@ -9,7 +9,9 @@
 //                    before its forward and again before its backward, gradients
 //                    reduce-scattered per block, the next block prefetched
 //
-// The data axes are `data` and `fsdp` (whichever the mesh has). Stages 1-3 shard over
+// The data axes are `data` and `fsdp` (whichever the mesh has), and `expert`, which
+// splits the batch too: dense gradients are averaged over all three, expert-parallel
+// experts' over data and fsdp alone (expert/expert_parallel.h). Stages 1-3 shard over
 // `fsdp` when it is larger than 1 and replicate over `data` (hybrid sharding), else shard
 // over `data`. Gradients are averaged over all data ranks, so with each rank computing
 // the mean loss of its equal slice of the global batch, every layout optimises the loss
@@ -25,6 +27,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "framework/checkpoint.h"
@@ -49,11 +52,16 @@ struct DataParallelConfig {
   // Set by parallelize() when a model-parallel strategy split the parameters first: the
   // checkpoint I/O and gradient norm then go through it (model_shards.h).
   std::shared_ptr<const ModelShards> model_shards = nullptr;
+  // Set by parallelize() under expert parallelism: the parameters each rank of the
+  // expert axis holds its own part of (the experts), averaged over expert_data only.
+  std::set<std::string> expert_parameters = {};
 };
 
 // The groups a data-parallel strategy communicates over.
 struct DataAxes {
-  const AxisGroup* all = nullptr;      // every data rank (data and fsdp): gradient averaging
+  const AxisGroup* all = nullptr;      // every rank with its own rows of the batch (data, fsdp,
+                                       // expert): the loader's split, dense gradient averaging
+  const AxisGroup* expert_data = nullptr;  // data and fsdp: the ranks holding the same experts
   const AxisGroup* shard = nullptr;    // where ZeRO shards live
   const AxisGroup* replica = nullptr;  // across shard groups (hybrid), or nullptr
   static DataAxes of(const Mesh& mesh);

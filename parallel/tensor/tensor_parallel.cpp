@@ -53,13 +53,6 @@ std::pair<int64_t, int64_t> kv_heads_of(const nn::ModelConfig& c, int t, int ran
 
 }  // namespace
 
-Shape TensorShard::local() const {
-  Shape s = global;
-  s[dim] = 0;
-  for (const auto& [begin, end] : ranges) s[dim] += end - begin;
-  return s;
-}
-
 std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& c, int t, int rank) {
   std::map<std::string, TensorShard> shards;
   if (t == 1) return shards;
@@ -90,86 +83,37 @@ std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& c, int t
   return shards;
 }
 
-TensorParallel::TensorParallel(nn::Transformer& model, const AxisGroup& tensor)
-    : tensor_(tensor), kv_share_(std::max<int64_t>(1, tensor.size() / model.config.n_kv_heads)) {
-  for (const nn::Parameter& p : model.parameters()) global_shapes_[p.name] = p.tensor->shape();
-  for (int r = 0; r < tensor.size(); ++r) shards_.push_back(tensor_shards(model.config, tensor.size(), r));
+namespace {
+
+std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
+  std::map<std::string, Shape> shapes;
+  for (const nn::Parameter& p : model.parameters()) shapes[p.name] = p.tensor->shape();
+  return shapes;
 }
 
+std::vector<std::map<std::string, TensorShard>> every_rank(const nn::ModelConfig& config, int t) {
+  std::vector<std::map<std::string, TensorShard>> shards;
+  for (int r = 0; r < t; ++r) shards.push_back(tensor_shards(config, t, r));
+  return shards;
+}
+
+}  // namespace
+
+TensorParallel::TensorParallel(nn::Transformer& model, const AxisGroup& tensor)
+    : AxisShards(tensor, shapes_of(model), every_rank(model.config, tensor.size())),
+      kv_share_(std::max<int64_t>(1, tensor.size() / model.config.n_kv_heads)) {}
+
 std::vector<std::pair<int64_t, int64_t>> TensorParallel::norm_ranges(const std::string& name) const {
-  const auto it = shards_[tensor_.rank()].find(name);
-  if (it == shards_[tensor_.rank()].end()) {  // replicated: the first rank counts it
-    if (tensor_.rank() != 0) return {};
-    int64_t n = 1;
-    for (int64_t d : global_shapes_.at(name)) n *= d;
-    return {{0, n}};
-  }
-  const TensorShard& s = it->second;
+  if (!split(name)) return AxisShards::norm_ranges(name);
+  const TensorShard& s = shard(name);
   int64_t n = 1;
   for (int64_t d : s.local()) n *= d;
   // Shared kv heads (wqkv's K and V rows, after the query rows): the first sharer counts them.
-  if (kv_share_ > 1 && s.ranges.size() == 3 && tensor_.rank() % kv_share_ != 0) {
+  if (kv_share_ > 1 && s.ranges.size() == 3 && group().rank() % kv_share_ != 0) {
     return {{0, n * (s.ranges[0].second - s.ranges[0].first) / s.local()[0]}};
   }
   return {{0, n}};
 }
-
-void TensorParallel::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
-                           std::span<const float> data) const {
-  const Shape& shape = global_shapes_.at(param);
-  if (replicated(param)) {
-    if (writer) writer->write(key, shape, data);
-    return;
-  }
-  // Every rank's shard has the same size, so one all_gather brings them all.
-  const int64_t n = static_cast<int64_t>(data.size());
-  MemoryScope scope(MemoryCategory::Communication);
-  Tensor parts = Tensor::empty({tensor_.size() * n});
-  all_gather(tensor_, data, parts.span());
-  if (!writer) return;
-  Tensor global = Tensor::empty(shape);
-  for (int r = 0; r < tensor_.size(); ++r) {
-    shards_[r].at(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
-      std::memcpy(global.data() + go, parts.data() + r * n + lo, count * sizeof(float));
-    });
-  }
-  writer->write(key, shape, global.span());
-}
-
-void TensorParallel::read(const CheckpointReader& reader, const std::string& key, const std::string& param,
-                          std::span<float> out) const {
-  const Shape& shape = global_shapes_.at(param);
-  if (replicated(param)) return reader.read(key, shape, out);
-  MemoryScope scope(MemoryCategory::Communication);
-  Tensor global = Tensor::empty(shape);
-  reader.read(key, shape, global.span());
-  shards_[tensor_.rank()].at(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
-    std::memcpy(out.data() + lo, global.data() + go, count * sizeof(float));
-  });
-}
-
-namespace {
-
-// Replaces p's tensor by this rank's shard, cut from its values or filled from the
-// initialisers at the global element indices.
-void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t seed) {
-  SL_ASSERT(p.tensor->shape() == shard.global, "tensor shard of " + p.name + " expects shape " +
-                                                   shape_str(shard.global) + ", got " + shape_str(p.tensor->shape()));
-  Tensor local;
-  {
-    MemoryScope scope(MemoryCategory::Parameters);
-    local = Tensor::zeros(shard.local());
-  }
-  const bool allocated = p.tensor->has_storage();
-  shard.for_each_run([&](int64_t lo, int64_t go, int64_t count) {
-    if (allocated) std::memcpy(local.data() + lo, p.tensor->data() + go, count * sizeof(float));
-    else nn::initialize_range(p, seed, go, go + count, local.data() + lo);
-  });
-  local.set_requires_grad(true);
-  *p.tensor = local;
-}
-
-}  // namespace
 
 namespace {
 

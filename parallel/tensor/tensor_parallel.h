@@ -41,44 +41,20 @@
 
 namespace shardlab::parallel {
 
-// How a parameter is split: a rank holds, along `dim`, the concatenation of the global
-// index ranges `ranges` (three for the fused wqkv: its Q, K and V heads).
-struct TensorShard {
-  Shape global;
-  int dim = 0;
-  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end) along dim
-
-  Shape local() const;
-  // Calls fn(local_offset, global_offset, count) for each contiguous run of elements,
-  // offsets into the row-major local and global tensors.
-  template <typename Fn>
-  void for_each_run(Fn fn) const;
-};
-
 // The shard of every split parameter of a model with `config` for rank `rank` of a
 // tensor axis of size `t`, by parameter name; parameters not listed are replicated.
 std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& config, int t, int rank);
 
 // What apply_tensor_parallel leaves behind: the shards of every rank, for checkpoints
 // and the gradient norm (ModelShards).
-class TensorParallel : public ModelShards {
+class TensorParallel : public AxisShards {
  public:
   TensorParallel(nn::Transformer& model, const AxisGroup& tensor);
-
-  const AxisGroup& group() const override { return tensor_; }
+  // As AxisShards, except that a kv head several ranks hold is counted by the first of them.
   std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
-  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
-             std::span<const float> data) const override;
-  void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
-            std::span<float> out) const override;
 
  private:
-  bool replicated(const std::string& name) const { return !shards_[0].contains(name); }
-
-  const AxisGroup& tensor_;
   int64_t kv_share_;  // tensor ranks that hold each kv head: t / K when K < t, else 1
-  std::map<std::string, Shape> global_shapes_;                  // every parameter
-  std::vector<std::map<std::string, TensorShard>> shards_;      // per tensor rank
 };
 
 // Shards `model`'s parameters over `tensor` in place and installs the hooks above.
@@ -105,20 +81,5 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
 // order (step_plan.h); the gradient-norm all_reduce is the data-parallel strategy's.
 void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
                                const TensorParallelConfig& tp, int64_t rows, int64_t seq_len, int microbatches);
-
-template <typename Fn>
-void TensorShard::for_each_run(Fn fn) const {
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < dim; ++d) outer *= global[d];
-  for (size_t d = dim + 1; d < global.size(); ++d) inner *= global[d];
-  const Shape l = local();
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t along = 0;  // local index along dim
-    for (const auto& [begin, end] : ranges) {
-      fn((o * l[dim] + along) * inner, (o * global[dim] + begin) * inner, (end - begin) * inner);
-      along += end - begin;
-    }
-  }
-}
 
 }  // namespace shardlab::parallel

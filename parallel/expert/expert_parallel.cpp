@@ -1,0 +1,106 @@
+#include "parallel/expert/expert_parallel.h"
+
+#include "framework/error.h"
+#include "framework/ops.h"
+#include "parallel/comm/diff_collectives.h"
+
+namespace shardlab::parallel {
+namespace {
+
+// Each expert weight of an MoE block: its local name and its global shape.
+std::vector<std::pair<std::string, Shape>> expert_weights(const nn::ModelConfig& c) {
+  const int64_t E = c.experts, D = c.d_model, F = c.d_ff;
+  if (c.arch == nn::Arch::Gpt) return {{"w_in", {E, F, D}}, {"b_in", {E, F}}, {"w_out", {E, D, F}}, {"b_out", {E, D}}};
+  return {{"w_gate", {E, F, D}}, {"w_up", {E, F, D}}, {"w_down", {E, D, F}}};
+}
+
+std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
+  std::map<std::string, Shape> shapes;
+  for (const nn::Parameter& p : model.parameters()) shapes[p.name] = p.tensor->shape();
+  return shapes;
+}
+
+std::vector<std::map<std::string, TensorShard>> every_rank(const nn::ModelConfig& config, int ep) {
+  std::vector<std::map<std::string, TensorShard>> shards;
+  for (int r = 0; r < ep; ++r) shards.push_back(expert_shards(config, ep, r));
+  return shards;
+}
+
+// The dispatch buffer [E, n, D] to its experts' ranks and the outputs back (header comment).
+Tensor exchange_over(const AxisGroup& expert, const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
+  const int64_t ep = expert.size(), E = buffer.dim(0), n = buffer.dim(1), D = buffer.dim(2), G = E / ep;
+  // Rows of the experts of rank j are block j of [E*n, D]: block i of what arrives came from rank i.
+  Tensor received = exchange_in_group(expert, ops::reshape(buffer, {E * n, D}));  // [ep, G, n, D]
+  Tensor mine = ops::reshape(ops::transpose(ops::reshape(received, {ep, G, n * D}), 0, 1), {G, ep * n, D});
+  Tensor out = run(mine);
+  Tensor back = ops::transpose(ops::reshape(out, {G, ep, n * D}), 0, 1);  // [ep, G, n*D]: block j back to rank j
+  return ops::reshape(exchange_in_group(expert, ops::reshape(back, {E * n, D})), {E, n, D});
+}
+
+}  // namespace
+
+std::map<std::string, TensorShard> expert_shards(const nn::ModelConfig& c, int ep, int rank) {
+  std::map<std::string, TensorShard> shards;
+  if (ep == 1 || c.experts == 0) return shards;
+  const int64_t per_rank = c.experts / ep;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    for (const auto& [name, shape] : expert_weights(c)) {
+      shards["blocks." + std::to_string(l) + ".moe." + name] = {shape, 0, {{rank * per_rank, (rank + 1) * per_rank}}};
+    }
+  }
+  return shards;
+}
+
+ExpertParallel::ExpertParallel(nn::Transformer& model, const AxisGroup& expert)
+    : AxisShards(expert, shapes_of(model), every_rank(model.config, expert.size())) {
+  for (const auto& [name, shard] : expert_shards(model.config, expert.size(), expert.rank())) names_.insert(name);
+}
+
+std::set<std::string> ExpertParallel::expert_parameters() const { return names_; }
+
+std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed) {
+  SL_ASSERT(model.config.experts % expert.size() == 0, "Layout::validate checks that the expert axis divides E");
+  auto result = std::make_unique<ExpertParallel>(model, expert);
+  const auto shards = expert_shards(model.config, expert.size(), expert.rank());
+  for (const nn::Parameter& p : model.parameters()) {
+    const auto it = shards.find(p.name);
+    if (it != shards.end()) shard_parameter(p, it->second, seed);
+  }
+  for (auto& block : model.blocks) {
+    if (!block->moe) continue;
+    block->moe->exchange = [&expert](const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
+      return exchange_over(expert, buffer, run);
+    };
+  }
+  return result;
+}
+
+int64_t expert_all_to_all_bytes(const nn::ModelConfig& c, int64_t rows, int64_t seq_len) {
+  return c.experts * rows * nn::expert_capacity(c, seq_len) * c.d_model * kBytesPerFloat;
+}
+
+void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c, int64_t rows,
+                               int64_t seq_len, int microbatches) {
+  if (!mesh.has_axis("expert") || mesh.axis_size("expert") == 1 || c.experts == 0) return;
+  const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len);
+  const auto add = [&](const std::string& what) { add_planned(plan, mesh, {"expert", CollectiveOp::kAllToAll, bytes, what}); };
+  const auto forward = [&](const std::string& b) {
+    add("dispatch" + b);
+    add("combine" + b);
+  };
+  for (int m = 0; m < microbatches; ++m) {
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      if (c.is_moe_layer(l)) forward(", block " + std::to_string(l));
+    }
+    for (int64_t l = c.n_layers - 1; l >= 0; --l) {
+      if (!c.is_moe_layer(l)) continue;
+      const std::string b = ", block " + std::to_string(l);
+      if (c.remat != nn::Remat::None) forward(b);  // the recomputed forward exchanges again
+      add("combine gradient" + b);
+      add("dispatch gradient" + b);
+    }
+  }
+}
+
+}  // namespace shardlab::parallel

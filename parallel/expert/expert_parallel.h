@@ -1,0 +1,67 @@
+// Expert parallelism (GShard, Switch Transformer; the book's training chapter on MoE):
+// every MoE layer's E experts split over the `expert` axis, rank r of ep holding experts
+// [r E/ep, (r+1) E/ep). The batch is split over the axis too, so the dense layers see
+// ep times the ranks of data parallelism: their gradients are averaged over data x
+// expert, the experts' over data alone (DataAxes::expert_data).
+//
+// Per MoE layer and microbatch, with S local sequences and C slots per expert and
+// sequence (nn/moe.h), each rank routes its own tokens into a dispatch buffer
+// [E, S*C, D], zero where a slot is empty, then
+//
+//   dispatch  all_to_all over expert: block j (experts of rank j) goes to rank j   [ep, E/ep, S*C, D]
+//   experts   rank r runs its E/ep experts on the rows every rank sent them          [E/ep, ep*S*C, D]
+//   combine   all_to_all back, then each token's gated sum over its kept choices
+//   backward  the same two all_to_alls in reverse order (exchange_in_group's backward)
+//
+// so each all_to_all moves E*S*C*D floats per rank, (ep-1)/ep of them to other ranks.
+// The buffers are capacity-padded: their size depends on S, C and D only, never on the
+// routing, so every rank sends and expects the same sizes however unbalanced the router
+// is -- no count exchange, no hang. Dropless mode (capacity factor 0) pads each expert to
+// T slots per sequence, E/k times the rows the tokens need: exact, at that cost.
+//
+//   auto shards = apply_expert_parallel(model, mesh.axis("expert"), seed);  // after tensor, before DP
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "framework/nn/transformer.h"
+#include "parallel/comm/step_plan.h"
+#include "parallel/model_shards.h"
+
+namespace shardlab::parallel {
+
+// Rank `rank` of `ep`'s shard of every expert weight of a model with `config`, by name.
+std::map<std::string, TensorShard> expert_shards(const nn::ModelConfig& config, int ep, int rank);
+
+class ExpertParallel : public AxisShards {
+ public:
+  ExpertParallel(nn::Transformer& model, const AxisGroup& expert);
+  // The parameters split over the axis (the experts), whose gradients the data-parallel
+  // strategy averages over the data axes only.
+  std::set<std::string> expert_parameters() const;
+
+ private:
+  std::set<std::string> names_;
+};
+
+// Shards the experts of `model` over `expert` in place (deferred ones filled from `seed`
+// at their global indices, so every layout starts from the same model) and installs
+// each MoE layer's exchange hook. Layout::validate has checked that ep divides E.
+std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed);
+
+// Bytes one rank sends through one all_to_all of one MoE layer: the dispatch buffer of
+// `rows` sequences of `seq_len` tokens, E*S*C*D floats (the part that stays local included).
+int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int64_t seq_len);
+
+// Appends the all_to_alls those hooks issue on the expert axis in one training step of
+// `microbatches` microbatches of `rows` sequences, in issue order (step_plan.h): per
+// microbatch, every MoE layer's dispatch and combine forward (again when remat recomputes
+// it), then their backward pair in reverse layer order.
+void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config, int64_t rows,
+                               int64_t seq_len, int microbatches);
+
+}  // namespace shardlab::parallel

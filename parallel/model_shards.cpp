@@ -1,0 +1,83 @@
+#include "parallel/model_shards.h"
+
+#include <cstring>
+
+#include "framework/error.h"
+#include "framework/memory.h"
+#include "parallel/comm/collectives.h"
+
+namespace shardlab::parallel {
+
+Shape TensorShard::local() const {
+  Shape s = global;
+  s[dim] = 0;
+  for (const auto& [begin, end] : ranges) s[dim] += end - begin;
+  return s;
+}
+
+void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t seed) {
+  SL_ASSERT(p.tensor->shape() == shard.global, "shard of " + p.name + " expects shape " + shape_str(shard.global) +
+                                                   ", got " + shape_str(p.tensor->shape()));
+  Tensor local;
+  {
+    MemoryScope scope(MemoryCategory::Parameters);
+    local = Tensor::zeros(shard.local());
+  }
+  const bool allocated = p.tensor->has_storage();
+  shard.for_each_run([&](int64_t lo, int64_t go, int64_t count) {
+    if (allocated) std::memcpy(local.data() + lo, p.tensor->data() + go, count * sizeof(float));
+    else nn::initialize_range(p, seed, go, go + count, local.data() + lo);
+  });
+  local.set_requires_grad(true);
+  *p.tensor = local;
+}
+
+AxisShards::AxisShards(const AxisGroup& group, std::map<std::string, Shape> global_shapes,
+                       std::vector<std::map<std::string, TensorShard>> shards)
+    : group_(group), global_shapes_(std::move(global_shapes)), shards_(std::move(shards)) {
+  SL_ASSERT(static_cast<int>(shards_.size()) == group_.size(), "one shard map per rank of " + group_.name());
+}
+
+std::vector<std::pair<int64_t, int64_t>> AxisShards::norm_ranges(const std::string& name) const {
+  const bool whole = !split(name);
+  if (whole && group_.rank() != 0) return {};  // replicated: the first rank counts it
+  int64_t n = 1;
+  for (int64_t d : whole ? global_shapes_.at(name) : shard(name).local()) n *= d;
+  return {{0, n}};
+}
+
+void AxisShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+                       std::span<const float> data) const {
+  const Shape& shape = global_shapes_.at(param);
+  if (!split(param)) {
+    if (writer) writer->write(key, shape, data);
+    return;
+  }
+  // Every rank's shard has the same size, so one all_gather brings them all.
+  const int64_t n = static_cast<int64_t>(data.size());
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor parts = Tensor::empty({group_.size() * n});
+  all_gather(group_, data, parts.span());
+  if (!writer) return;
+  Tensor global = Tensor::empty(shape);
+  for (int r = 0; r < group_.size(); ++r) {
+    shards_[r].at(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
+      std::memcpy(global.data() + go, parts.data() + r * n + lo, count * sizeof(float));
+    });
+  }
+  writer->write(key, shape, global.span());
+}
+
+void AxisShards::read(const CheckpointReader& reader, const std::string& key, const std::string& param,
+                      std::span<float> out) const {
+  const Shape& shape = global_shapes_.at(param);
+  if (!split(param)) return reader.read(key, shape, out);
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor global = Tensor::empty(shape);
+  reader.read(key, shape, global.span());
+  shard(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
+    std::memcpy(out.data() + lo, global.data() + go, count * sizeof(float));
+  });
+}
+
+}  // namespace shardlab::parallel
