@@ -96,6 +96,7 @@ int train(int argc, char** argv) {
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
     const double seconds = seconds_since(t0);
+    if (run.model.experts > 0) report.moe(r.moe);
     report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, dp->exposed_comm_seconds() - comm0,
                 metrics);
     if (step == first_step) mesh.context().watchdog.set_timeout(run.watchdog_timeout(seconds));

@@ -32,6 +32,21 @@ double whole_model_parameters(const nn::ModelConfig& config) {
   return static_cast<double>(nn::Transformer(config).num_parameters());
 }
 
+// The parameters one token uses: all but the E - k experts it is not routed to.
+double active_parameters(const nn::ModelConfig& config) {
+  nn::DeferParameters defer;
+  nn::Transformer model(config);
+  double unused = 0;
+  for (const auto& block : model.blocks) {
+    if (!block->moe) continue;
+    for (const auto& [name, p] : block->moe->named_parameters()) {
+      if (name.rfind("router.", 0) != 0) unused += static_cast<double>(p.numel());
+    }
+  }
+  const double share = 1.0 - static_cast<double>(config.top_k) / static_cast<double>(std::max<int64_t>(config.experts, 1));
+  return static_cast<double>(model.num_parameters()) - share * unused;
+}
+
 }  // namespace
 
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh) {
@@ -65,11 +80,19 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   const double compute = calibrated ? predict_compute_seconds(run, mesh) : 0.0;
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
-  tensor_parallel_ = mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1;
-  if (comm.contains("tensor")) predicted_tensor_ = comm.at("tensor");
+  for (const char* axis : {"tensor", "expert"}) {
+    if (mesh.has_axis(axis) && mesh.axis_size(axis) > 1) {
+      blocking_.push_back({.name = axis, .predicted = comm.contains(axis) ? comm.at(axis) : 0.0});
+    }
+  }
   predicted_step_ = calibrated ? std::max(compute, comm_total) : 0.0;
   if (!leader()) return;
-  std::printf("model   %s | %.2fM parameters\n", run.model.describe().c_str(), whole_model_parameters(run.model) / 1e6);
+  std::printf("model   %s | %.2fM parameters", run.model.describe().c_str(), whole_model_parameters(run.model) / 1e6);
+  if (run.model.experts > 0) {
+    std::printf(" (%.2fM active per token: %lld of %lld experts)", active_parameters(run.model) / 1e6,
+                static_cast<long long>(run.model.top_k), static_cast<long long>(run.model.experts));
+  }
+  std::printf("\n");
   std::printf("data    %s\n", data.train->describe().c_str());
   std::printf("layout  mesh %s | %s", mesh.describe().c_str(), parallel->describe().c_str());
   if (pipeline_) {
@@ -94,23 +117,46 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::fflush(stdout);
 }
 
-double RunReport::tensor_seconds_so_far() const {
+double RunReport::measured_seconds_so_far(const std::string& group) const {
   for (const parallel::GroupTotals& g : mesh_.context().trace.totals()) {
-    if (g.group == "tensor") return g.measured;
+    if (g.group == group) return g.measured;
   }
   return 0.0;
+}
+
+void RunReport::moe(const nn::MoeStats& mine) {
+  const size_t E = static_cast<size_t>(run_.model.experts);
+  // Sums over every rank (pipeline stages hold different layers; the batch ranks different rows).
+  std::vector<float> v = {static_cast<float>(mine.aux_loss), static_cast<float>(mine.z_loss),
+                          static_cast<float>(mine.layer_forwards), static_cast<float>(mine.choices),
+                          static_cast<float>(mine.dropped)};
+  v.resize(5 + E, 0.0f);
+  for (size_t e = 0; e < mine.load.size() && e < E; ++e) v[5 + e] = static_cast<float>(mine.load[e]);
+  parallel::all_reduce(mesh_.all(), v);
+  moe_ = true;
+  aux_loss_ = v[2] > 0 ? v[0] / v[2] : 0.0;
+  z_loss_ = v[2] > 0 ? v[1] / v[2] : 0.0;
+  dropped_ = v[3] > 0 ? v[4] / v[3] : 0.0;
+  double max = 0, sum = 0;
+  for (size_t e = 0; e < E; ++e) max = std::max<double>(max, v[5 + e]), sum += v[5 + e];
+  load_imbalance_ = sum > 0 ? max / (sum / static_cast<double>(E)) : 0.0;
 }
 
 void RunReport::step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
                      MetricsLog& metrics) {
   if (first_step_ < 0) first_step_ = step - 1;
-  // Tensor parallelism's collectives block inside forward and backward: all exposed.
-  const double tensor_total = tensor_seconds_so_far(), tensor = tensor_total - tensor_seen_;
-  tensor_seen_ = tensor_total;
+  // Tensor and expert parallelism's collectives block inside forward and backward: all exposed.
+  double blocked = 0;
+  for (BlockingAxis& a : blocking_) {
+    const double total = measured_seconds_so_far(a.name);
+    a.last = total - a.seen;
+    a.seen = total;
+    a.sum += a.last;
+    blocked += a.last;
+  }
   elapsed_ += seconds;
-  compute_sum_ += seconds - exposed_comm - tensor;
+  compute_sum_ += seconds - exposed_comm - blocked;
   comm_sum_ += exposed_comm;
-  tensor_sum_ += tensor;
   ++window_;
   const double tokens_per_s = tokens_per_step_ / seconds, mfu = tokens_per_s * flops_per_token_ / peak_flops_;
   metrics.add("step", double(step));
@@ -119,9 +165,15 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("grad_norm", grad_norm);
   metrics.add("step_s", seconds);
   metrics.add("exposed_comm_s", exposed_comm);
-  if (tensor_parallel_) {
-    metrics.add("tensor_comm_s", tensor);
-    metrics.add("tensor_comm_predicted_s", predicted_tensor_);
+  for (const BlockingAxis& a : blocking_) {
+    metrics.add(a.name + "_comm_s", a.last);
+    metrics.add(a.name + "_comm_predicted_s", a.predicted);
+  }
+  if (moe_) {
+    metrics.add("moe_aux_loss", aux_loss_);
+    metrics.add("moe_z_loss", z_loss_);
+    metrics.add("moe_dropped_fraction", dropped_);
+    metrics.add("moe_load_max_over_mean", load_imbalance_);
   }
   if (pipeline_) {
     metrics.add("pipeline_bubble", pipeline_->bubble());
@@ -140,17 +192,22 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
               "exposed comm (%s) %.1f ms",
               static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, tokens_per_s,
               100.0 * mfu, 1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
-  if (tensor_parallel_) {
-    std::printf(" + comm (tensor) %.1f ms (predicted %.1f ms)", 1e3 * tensor_sum_ / window_, 1e3 * predicted_tensor_);
+  for (BlockingAxis& a : blocking_) {
+    std::printf(" + comm (%s) %.1f ms (predicted %.1f ms)", a.name.c_str(), 1e3 * a.sum / window_, 1e3 * a.predicted);
+    a.sum = 0;
   }
   if (predicted_step_ > 0) std::printf(" (predicted %.1f ms)", predicted_step_ * 1e3);
   if (pipeline_) {
     std::printf(" | bubble %.1f%% (predicted %.1f%%)", 100.0 * bubble_sum_ / window_,
                 100.0 * pipeline_->predicted_bubble());
   }
+  if (moe_) {
+    std::printf(" | MoE aux %.3f, dropped %.1f%%, expert load max/mean %.2f", aux_loss_, 100.0 * dropped_,
+                load_imbalance_);
+  }
   std::printf(" | ETA %s\n", format_duration(eta).c_str());
   std::fflush(stdout);
-  compute_sum_ = comm_sum_ = tensor_sum_ = bubble_sum_ = 0;
+  compute_sum_ = comm_sum_ = bubble_sum_ = 0;
   window_ = 0;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "examples/support/data_source.h"
 #include "examples/support/evaluate.h"
@@ -37,6 +38,9 @@ class RunReport {
   RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
             const DataSource& data, const parallel::StepPlan& plan);
 
+  // Collective over the mesh, before step(): the MoE layers' statistics of this rank,
+  // summed over every rank for the step's line and JSONL row.
+  void moe(const nn::MoeStats& mine);
   void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
             MetricsLog& metrics);
   void eval(int64_t step, const EvalResult& result, MetricsLog& metrics);
@@ -47,7 +51,16 @@ class RunReport {
 
  private:
   bool leader() const { return mesh_.rank() == 0; }
-  double tensor_seconds_so_far() const;  // measured time of the tensor axis's collectives
+  // An axis whose collectives block inside forward and backward (tensor, expert): its
+  // measured seconds per step next to the plan's prediction.
+  struct BlockingAxis {
+    std::string name;
+    double predicted = 0;  // seconds per step, from the plan
+    double seen = 0;       // measured seconds up to the last step
+    double sum = 0;        // over the current window
+    double last = 0;       // the last step's
+  };
+  double measured_seconds_so_far(const std::string& group) const;  // from the trace's totals
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
   const RunConfig& run_;
@@ -60,10 +73,12 @@ class RunReport {
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
   double elapsed_ = 0;
   int64_t first_step_ = -1;
-  double compute_sum_ = 0, comm_sum_ = 0, tensor_sum_ = 0;
-  bool tensor_parallel_ = false;
-  double predicted_tensor_ = 0;    // seconds per step on the tensor axis, from the plan
-  double tensor_seen_ = 0;
+  double compute_sum_ = 0, comm_sum_ = 0;
+  std::vector<BlockingAxis> blocking_;
+  // The last step's MoE figures (moe()): load-balancing and z losses per layer forward,
+  // the fraction of token choices dropped, the busiest expert's load over the mean.
+  bool moe_ = false;
+  double aux_loss_ = 0, z_loss_ = 0, dropped_ = 0, load_imbalance_ = 0;
   double bubble_sum_ = 0;
   int64_t window_ = 0;
 };
