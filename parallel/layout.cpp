@@ -46,10 +46,10 @@ void check_experts(const LayoutChecks& c, const Layout& l) {
     throw UserError("expert=" + str(l.expert) + " with pipe=" + str(l.pipe) +
                     ": expert parallelism inside pipeline stages does not train yet; use one of the two axes");
   }
-  if (c.zero > 0) {
-    throw UserError("ZeRO stage " + str(c.zero) + " with expert=" + str(l.expert) +
-                    ": sharding the experts' optimizer state within their expert group does not train yet; "
-                    "use --zero 0 with an expert axis");
+  if (c.zero == 3) {
+    throw UserError("ZeRO stage 3 with expert=" + str(l.expert) +
+                    ": sharding the experts' parameters within their expert group does not train yet; "
+                    "use --zero 0, 1 or 2 with an expert axis");
   }
 }
 

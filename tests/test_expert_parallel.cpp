@@ -3,7 +3,8 @@
 // step on every rank, and every parameter equal after the steps (experts gathered from
 // their ranks through a checkpoint). For Switch-style top-1 (GPT) and Mixtral-style top-2
 // (LLaMA), with a capacity that drops tokens and dropless, with gradient accumulation
-// and remat, at expert=2, expert=4 and data=2 x expert=2. Also: the all_to_all bytes of
+// and remat, at expert=2, expert=4 and data=2 x expert=2, with ZeRO stages 0-2 (the
+// experts' optimizer state sharded within their expert group). Also: the all_to_all bytes of
 // each MoE layer equal the formula, a router that sends every token to one expert still
 // runs (drops counted, no hang), and the layout errors.
 #include <doctest/doctest.h>
@@ -40,6 +41,7 @@ struct Case {
   float capacity = 1.0f;  // 1.0 drops tokens in this run; 0: dropless
   int accum = 1;
   nn::Remat remat = nn::Remat::None;
+  int zero = 0;
 };
 
 nn::ModelConfig config_of(const Case& k) {
@@ -61,6 +63,7 @@ ExpertRun distributed(const Mesh& mesh, const Case& k, const std::string& checkp
   }();
   ParallelConfig config;
   config.data.bucket_mb = 0.01;
+  config.data.zero = k.zero;
   config.data.seed = kSeed;
   config.data.adamw.weight_decay = 0.1f;
   check_plan_agreement(mesh, plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = k.accum}));
@@ -90,7 +93,7 @@ Params read_checkpoint(const std::string& path, const Params& like) {
 
 void check_case(const Mesh& mesh, const Case& k) {
   INFO("mesh " << mesh.describe() << ", " << k.preset << ", capacity factor " << k.capacity << ", " << k.accum
-               << " microbatches, remat " << nn::remat_name(k.remat));
+               << " microbatches, remat " << nn::remat_name(k.remat) << ", ZeRO " << k.zero);
   const Run ref = reference(config_of(k), k.accum, kSeed);
   TempDir dir;
   std::string path = dir.file("ckpt.h5");
@@ -129,16 +132,20 @@ TEST_CASE("expert parallelism trains exactly like the single process") {
              {"expert=2", {"llama-moe-tiny"}},
              {"expert=2", {"gpt-moe-tiny", 0.0f}},
              {"expert=2", {"llama-moe-tiny", 0.0f, 2}},
-             {"expert=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full}}};
+             {"expert=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full}},
+             {"expert=2", {"gpt-moe-tiny", 1.0f, 1, nn::Remat::None, 1}}};
   } else if (n == 4) {
     cases = {{"expert=4", {"gpt-moe-tiny"}},
              {"expert=4", {"llama-moe-tiny", 0.0f}},
              {"data=2,expert=2", {"llama-moe-tiny"}},
-             {"data=2,expert=2", {"gpt-moe-tiny", 1.0f, 2}}};
+             {"data=2,expert=2", {"gpt-moe-tiny", 1.0f, 2}},
+             {"data=2,expert=2", {"llama-moe-tiny", 1.0f, 1, nn::Remat::None, 1}},
+             {"data=2,expert=2", {"gpt-moe-tiny", 0.0f, 2, nn::Remat::None, 2}},
+             {"fsdp=2,expert=2", {"llama-moe-tiny", 1.0f, 1, nn::Remat::None, 2}}};
   }
   for (const auto& [spec, k] : cases) {
     const Layout layout = Layout::from_spec(spec);
-    layout.validate({.model = config_of(k), .global_batch = kBatch, .microbatches = k.accum}, n);
+    layout.validate({.model = config_of(k), .global_batch = kBatch, .microbatches = k.accum, .zero = k.zero}, n);
     Mesh mesh(MPI_COMM_WORLD, layout.axes);
     check_case(mesh, k);
   }
@@ -199,7 +206,7 @@ TEST_CASE("expert layouts that cannot work are clear errors on every rank") {
   CHECK(error("expert=3", moe).find("expert axis 3 does not divide the 4 experts") != std::string::npos);
   CHECK(error("expert=2", nn::ModelConfig::preset("llama-tiny")).find("needs a mixture-of-experts model") !=
         std::string::npos);
-  CHECK(error("expert=2", moe, 1).find("ZeRO stage 1 with expert=2") != std::string::npos);
+  CHECK(error("expert=2", moe, 3).find("ZeRO stage 3 with expert=2") != std::string::npos);
   CHECK(error("pipe=2,expert=2", moe).find("with pipe=2") != std::string::npos);
   CHECK(error("expert=2,tensor=2", moe).find("tensor parallelism does not split MoE layers") != std::string::npos);
   nn::ModelConfig bad = moe;

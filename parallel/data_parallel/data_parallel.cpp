@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <optional>
-#include <tuple>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -31,9 +30,7 @@ class DistributedDataParallel : public DataParallel {
  public:
   DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
   void begin_microbatch(int index, int count) override {
-    for (auto& r : reductions_) {
-      if (r->buckets) r->buckets->set_sync(index == count - 1);
-    }
+    if (buckets_) buckets_->set_sync(index == count - 1);
   }
   void finish_gradients() override;
   double clip_grad_norm(double max_norm) override;
@@ -45,34 +42,19 @@ class DistributedDataParallel : public DataParallel {
   std::string describe() const override;
 
  private:
-  // Parameters averaged over one group. No buckets on a group of one rank: nothing to
-  // exchange, the gradients stay where backward put them (and are only scaled).
-  struct Reduction {
-    std::vector<nn::Parameter> params;
-    std::optional<GradientBuckets> buckets;
-  };
-
   DataAxes axes_;
   std::vector<nn::Parameter> params_;
-  // Dense parameters; then the experts, if any. Held by pointer: the buckets' gradient
-  // hooks point into them.
-  std::vector<std::unique_ptr<Reduction>> reductions_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  // None on one batch rank: nothing to exchange, the gradients stay where backward put them.
+  std::optional<GradientBuckets> buckets_;
   ParamIO io_;
 };
 
 DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
     : axes_(DataAxes::of(mesh)), params_(model.parameters()), io_(c.model_shards) {
-  std::vector<nn::Parameter> dense, experts;
-  for (const nn::Parameter& p : params_) (c.expert_parameters.contains(p.name) ? experts : dense).push_back(p);
-  for (auto [params, group] : {std::pair{&dense, axes_.all}, std::pair{&experts, axes_.expert_data}}) {
-    if (params->empty()) continue;
-    Reduction& r = *reductions_.emplace_back(std::make_unique<Reduction>());
-    r.params = std::move(*params);
-    if (group->size() > 1) {
-      r.buckets.emplace(r.params, c.bucket_mb, 1, *group, GradientBuckets::kAllReduce, c.overlap,
-                        MemoryCategory::Gradients);
-    }
+  if (axes_.all->size() > 1) {
+    buckets_.emplace(split_gradient_groups(params_, c.expert_parameters, *axes_.all, *axes_.expert_data), c.bucket_mb,
+                     1, GradientBuckets::kAllReduce, c.overlap, MemoryCategory::Gradients);
   }
   std::vector<std::pair<std::string, Tensor>> named;
   for (const nn::Parameter& p : params_) named.emplace_back(p.name, *p.tensor);
@@ -81,23 +63,12 @@ DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const M
 }
 
 void DistributedDataParallel::finish_gradients() {
+  if (!buckets_) return;
+  add_exposed_seconds(buckets_->finish());
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
-  for (auto& r : reductions_) {
-    if (!r->buckets) {
-      if (mean == 1.0f) continue;
-      for (const nn::Parameter& p : r->params) {
-        Tensor g = p.tensor->grad();
-        if (g.defined()) {
-          for (float& v : g.span()) v *= mean;
-        }
-      }
-      continue;
-    }
-    add_exposed_seconds(r->buckets->finish());
-    for (auto& b : r->buckets->buckets()) {
-      b->layout.unpack_grads(b->flat.span(), mean);
-      b->flat = Tensor();
-    }
+  for (auto& b : buckets_->buckets()) {
+    b->layout.unpack_grads(b->flat.span(), mean);
+    b->flat = Tensor();
   }
 }
 
@@ -115,13 +86,8 @@ double DistributedDataParallel::clip_grad_norm(double max_norm) {
 }
 
 void DistributedDataParallel::zero_grad() {
-  for (auto& r : reductions_) {
-    if (r->buckets) {
-      r->buckets->zero_grad();
-    } else {
-      for (const nn::Parameter& p : r->params) p.tensor->zero_grad();
-    }
-  }
+  if (buckets_) return buckets_->zero_grad();
+  for (const nn::Parameter& p : params_) p.tensor->zero_grad();
 }
 
 void DistributedDataParallel::save(CheckpointWriter* writer) {
@@ -142,11 +108,9 @@ void DistributedDataParallel::load(const CheckpointReader& reader) {
 }
 
 std::string DistributedDataParallel::describe() const {
-  std::string s = "DP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks)";
-  for (const auto& r : reductions_) {
-    s += ", " + std::to_string(r->buckets ? r->buckets->buckets().size() : 0) + " gradient buckets";
-  }
-  if (reductions_.size() > 1) s += " (dense; experts over " + axes_.expert_data->name() + ")";
+  std::string s = "DP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks), " +
+                  std::to_string(buckets_ ? buckets_->buckets().size() : 0) + " gradient buckets";
+  if (axes_.expert_data != axes_.all) s += " (experts' over " + axes_.expert_data->name() + ")";
   return s;
 }
 
@@ -155,16 +119,12 @@ std::string DistributedDataParallel::describe() const {
 StepPlan plan_distributed(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
   const DataAxes axes = DataAxes::of(mesh);
   StepPlan plan;
-  std::vector<nn::Parameter> dense, experts;
-  for (const nn::Parameter& p : model.parameters()) (c.expert_parameters.contains(p.name) ? experts : dense).push_back(p);
-  for (auto [params, group, what] : {std::tuple{&dense, axes.all, "grads bucket "},
-                                     std::tuple{&experts, axes.expert_data, "expert grads bucket "}}) {
-    if (params->empty() || group->size() == 1) continue;
-    const std::vector<FlatLayout> buckets = gradient_buckets(*params, c.bucket_mb, 1);
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      add_planned(plan, mesh, {group->name(), CollectiveOp::kAllReduce, buckets[i].padded() * kBytesPerFloat,
-                               what + std::to_string(i)});
-    }
+  if (axes.all->size() == 1) return plan;
+  const auto groups = split_gradient_groups(model.parameters(), c.expert_parameters, *axes.all, *axes.expert_data);
+  const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, 1);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    add_planned(plan, mesh, {groups[buckets[i].group].group->name(), CollectiveOp::kAllReduce,
+                             buckets[i].layout.padded() * kBytesPerFloat, "grads bucket " + std::to_string(i)});
   }
   return plan;
 }
@@ -184,6 +144,10 @@ DataAxes DataAxes::of(const Mesh& mesh) {
   const bool hybrid = mesh.has_axis("fsdp") && mesh.axis_size("fsdp") > 1 && mesh.has_axis("data");
   a.shard = hybrid ? &mesh.axis("fsdp") : a.expert_data;
   a.replica = hybrid && mesh.axis_size("data") > 1 ? &mesh.axis("data") : nullptr;
+  std::vector<std::string> dense_replica;
+  if (a.replica) dense_replica.push_back("data");
+  if (a.all != a.expert_data) dense_replica.push_back("expert");
+  a.dense_replica = dense_replica.empty() ? nullptr : &mesh.group(dense_replica);
   return a;
 }
 

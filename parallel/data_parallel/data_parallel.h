@@ -64,6 +64,8 @@ struct DataAxes {
   const AxisGroup* expert_data = nullptr;  // data and fsdp: the ranks holding the same experts
   const AxisGroup* shard = nullptr;    // where ZeRO shards live
   const AxisGroup* replica = nullptr;  // across shard groups (hybrid), or nullptr
+  const AxisGroup* dense_replica = nullptr;  // replica and expert: where a dense parameter's
+                                             // shard has copies (nullptr: none)
   static DataAxes of(const Mesh& mesh);
 };
 

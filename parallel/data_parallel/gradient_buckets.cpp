@@ -7,31 +7,48 @@
 
 namespace shardlab::parallel {
 
-std::vector<FlatLayout> gradient_buckets(const std::vector<nn::Parameter>& params, double bucket_mb, int shards) {
-  const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / sizeof(float)));
-  std::vector<FlatLayout> buckets;
-  std::vector<FlatLayout::Param> pending;
-  int64_t pending_elems = 0;
-  auto close_bucket = [&] {
-    if (pending.empty()) return;
-    buckets.emplace_back(pending, shards);
-    pending.clear();
-    pending_elems = 0;
-  };
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    pending.push_back({it->name, *it->tensor, it->decay});
-    pending_elems += it->tensor->numel();
-    if (pending_elems >= bucket_elems) close_bucket();
+std::vector<GradientGroup> split_gradient_groups(const std::vector<nn::Parameter>& params,
+                                                 const std::set<std::string>& experts, const AxisGroup& dense,
+                                                 const AxisGroup& expert_group) {
+  GradientGroup d{{}, &dense}, e{{}, &expert_group};
+  for (const nn::Parameter& p : params) (experts.contains(p.name) ? e : d).params.push_back(p);
+  std::vector<GradientGroup> groups;
+  for (GradientGroup* g : {&d, &e}) {
+    if (!g->params.empty()) groups.push_back(std::move(*g));
   }
-  close_bucket();
+  return groups;
+}
+
+std::vector<BucketLayout> gradient_buckets(const std::vector<GradientGroup>& groups, double bucket_mb, int shards) {
+  const int64_t bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / sizeof(float)));
+  std::vector<BucketLayout> buckets;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<FlatLayout::Param> pending;
+    int64_t pending_elems = 0;
+    auto close_bucket = [&] {
+      if (pending.empty()) return;
+      buckets.push_back({FlatLayout(pending, shards), g});
+      pending.clear();
+      pending_elems = 0;
+    };
+    const std::vector<nn::Parameter>& params = groups[g].params;
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+      pending.push_back({it->name, *it->tensor, it->decay});
+      pending_elems += it->tensor->numel();
+      if (pending_elems >= bucket_elems) close_bucket();
+    }
+    close_bucket();
+  }
   return buckets;
 }
 
-GradientBuckets::GradientBuckets(const std::vector<nn::Parameter>& params, double bucket_mb, int shards,
-                                 const AxisGroup& group, Reduction reduction, bool overlap, MemoryCategory kept)
-    : group_(group), reduction_(reduction), overlap_(overlap), kept_(kept), params_(params) {
-  SL_ASSERT(reduction == kAllReduce || shards == group.size(), "a reduce-scatter's buckets split over its group");
-  for (FlatLayout& layout : gradient_buckets(params, bucket_mb, shards)) {
+GradientBuckets::GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction,
+                                 bool overlap, MemoryCategory kept)
+    : groups_(std::move(groups)), reduction_(reduction), overlap_(overlap), kept_(kept) {
+  for (const GradientGroup& g : groups_) {
+    SL_ASSERT(reduction == kAllReduce || shards == g.group->size(), "a reduce-scatter's buckets split over its group");
+  }
+  for (BucketLayout& layout : gradient_buckets(groups_, bucket_mb, shards)) {
     buckets_.push_back(std::make_unique<Bucket>(std::move(layout)));
   }
   for (auto& bucket : buckets_) {
@@ -63,9 +80,9 @@ void GradientBuckets::launch(Bucket& b) {
   if (reduction_ == kReduceScatter) {
     MemoryScope scope(kept_);
     b.slice = Tensor::empty({b.layout.shard_size()});
-    b.handle = reduce_scatter_async(group_, b.flat.span(), b.slice.span());
+    b.handle = reduce_scatter_async(*groups_[b.group].group, b.flat.span(), b.slice.span());
   } else {
-    b.handle = all_reduce_async(group_, b.flat.span());
+    b.handle = all_reduce_async(*groups_[b.group].group, b.flat.span());
   }
   ++in_flight_;
 }
@@ -85,7 +102,9 @@ double GradientBuckets::finish() {
 }
 
 void GradientBuckets::zero_grad() {
-  for (const nn::Parameter& p : params_) p.tensor->zero_grad();
+  for (const GradientGroup& g : groups_) {
+    for (const nn::Parameter& p : g.params) p.tensor->zero_grad();
+  }
   for (auto& b : buckets_) {
     b->flat = Tensor();
     b->slice = Tensor();

@@ -9,7 +9,11 @@
 // which each bucket holds the sum over the group: all of it (kAllReduce) or this rank's
 // slice of it (kReduceScatter). The per-parameter gradients are zeroed once packed.
 //
-//   GradientBuckets buckets(params, 4.0, 1, mesh.axis("data"), GradientBuckets::kAllReduce, true,
+// Parameters may come in several groups, each reduced over its own ranks (under expert
+// parallelism the dense parameters over every batch rank, the experts over the ranks
+// holding the same experts); a bucket never mixes groups.
+//
+//   GradientBuckets buckets({{params, &mesh.axis("data")}}, 4.0, 1, GradientBuckets::kAllReduce, true,
 //                           MemoryCategory::Gradients);
 //   buckets.set_sync(last_microbatch);   // before each microbatch's backward
 //   loss.backward();                      // buckets launch as they fill
@@ -18,6 +22,8 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "framework/memory.h"
@@ -28,24 +34,43 @@
 
 namespace shardlab::parallel {
 
+// Parameters whose gradients are reduced over one group.
+struct GradientGroup {
+  std::vector<nn::Parameter> params;
+  const AxisGroup* group = nullptr;
+};
+
+// `params` as gradient groups: the dense parameters reduced over `dense`, those named in
+// `experts` over `expert_group`; a group with no parameters is left out.
+std::vector<GradientGroup> split_gradient_groups(const std::vector<nn::Parameter>& params,
+                                                 const std::set<std::string>& experts, const AxisGroup& dense,
+                                                 const AxisGroup& expert_group);
+
+// A bucket's layout and the index of the GradientGroup its parameters belong to.
+struct BucketLayout {
+  FlatLayout layout;
+  size_t group = 0;
+};
+
 class GradientBuckets {
  public:
   enum Reduction { kAllReduce, kReduceScatter };
 
   struct Bucket {
-    explicit Bucket(FlatLayout l) : layout(std::move(l)) {}
+    explicit Bucket(BucketLayout l) : layout(std::move(l.layout)), group(l.group) {}
     FlatLayout layout;
+    size_t group;  // index into the GradientGroups
     size_t ready = 0;
     Tensor flat;   // the packed gradients; after finish() their sum (kAllReduce)
     Tensor slice;  // kReduceScatter: after finish(), this rank's slice of the sum
     CollectiveHandle handle;
   };
 
-  // Buckets are padded to a multiple of `shards` (for kReduceScatter, `group`'s size; for
-  // ZeRO-1, the shard group the optimizer state follows). `kept` is what the reduced
+  // Buckets are padded to a multiple of `shards` (for kReduceScatter, every group's size;
+  // for ZeRO-1, the shard group the optimizer state follows). `kept` is what the reduced
   // gradients count as in the memory tracker.
-  GradientBuckets(const std::vector<nn::Parameter>& params, double bucket_mb, int shards, const AxisGroup& group,
-                  Reduction reduction, bool overlap, MemoryCategory kept);
+  GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction, bool overlap,
+                  MemoryCategory kept);
 
   // Whether the coming backward is the one whose gradients are reduced (the last
   // microbatch's); the others only accumulate.
@@ -63,17 +88,17 @@ class GradientBuckets {
   void on_grad_ready(Bucket& bucket);
   void launch(Bucket& bucket);
 
-  const AxisGroup& group_;
+  std::vector<GradientGroup> groups_;
   Reduction reduction_;
   bool overlap_;
   MemoryCategory kept_;
   bool sync_ = true;
   int in_flight_ = 0;
   std::vector<std::unique_ptr<Bucket>> buckets_;
-  std::vector<nn::Parameter> params_;
 };
 
-// The bucket layouts GradientBuckets makes of `params`, padded to a multiple of `shards`.
-std::vector<FlatLayout> gradient_buckets(const std::vector<nn::Parameter>& params, double bucket_mb, int shards);
+// The bucket layouts GradientBuckets makes of `groups`, padded to a multiple of `shards`:
+// each group's parameters in reverse order, group after group.
+std::vector<BucketLayout> gradient_buckets(const std::vector<GradientGroup>& groups, double bucket_mb, int shards);
 
 }  // namespace shardlab::parallel

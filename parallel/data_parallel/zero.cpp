@@ -12,6 +12,21 @@
 namespace shardlab::parallel {
 namespace {
 
+// Stage 1 all-reduces dense gradients over every batch rank and experts over the ranks
+// holding them; stage 2 reduce-scatters both over the shard group, then sums each shard
+// over its copies (replica_of).
+std::vector<GradientGroup> zero_groups(const std::vector<nn::Parameter>& params, const DataParallelConfig& c,
+                                       const DataAxes& axes) {
+  if (c.zero == 2) return split_gradient_groups(params, c.expert_parameters, *axes.shard, *axes.shard);
+  return split_gradient_groups(params, c.expert_parameters, *axes.all, *axes.expert_data);
+}
+
+// Where stage 2's shard of a bucket has copies: other shard groups (hybrid) and, for dense
+// parameters under expert parallelism, the expert axis; nullptr where it has none.
+const AxisGroup* replica_of(const FlatLayout& bucket, const DataParallelConfig& c, const DataAxes& axes) {
+  return c.expert_parameters.contains(bucket.entries().front().name) ? axes.replica : axes.dense_replica;
+}
+
 class ZeroDataParallel : public DataParallel {
  public:
   ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
@@ -31,6 +46,7 @@ class ZeroDataParallel : public DataParallel {
   std::span<float> gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const;
 
   DataAxes axes_;
+  DataParallelConfig config_;
   int stage_;
   GradientBuckets buckets_;
   std::unique_ptr<ShardedAdamW> adamw_;
@@ -38,10 +54,10 @@ class ZeroDataParallel : public DataParallel {
 };
 
 ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), stage_(c.zero),
+    : axes_(DataAxes::of(mesh)), config_(c), stage_(c.zero),
       // Stage 1 all-reduces over every data rank, but pads to the shard group, whose slices
       // the optimizer state follows.
-      buckets_(model.parameters(), c.bucket_mb, axes_.shard->size(), c.zero == 2 ? *axes_.shard : *axes_.all,
+      buckets_(zero_groups(model.parameters(), c, axes_), c.bucket_mb, axes_.shard->size(),
                c.zero == 2 ? GradientBuckets::kReduceScatter : GradientBuckets::kAllReduce, c.overlap,
                MemoryCategory::Gradients),
       io_(c.model_shards) {
@@ -65,7 +81,8 @@ void ZeroDataParallel::finish_gradients() {
   for (auto& bucket : buckets_.buckets()) {
     int64_t lo = 0, hi = 0;
     std::span<float> g = gradients(*bucket, lo, hi);
-    if (stage_ == 2 && axes_.replica) blocking([&] { all_reduce(*axes_.replica, g); });
+    const AxisGroup* replica = replica_of(bucket->layout, config_, axes_);
+    if (stage_ == 2 && replica) blocking([&] { all_reduce(*replica, g); });
     for (float& x : g) x *= mean;
   }
 }
@@ -108,7 +125,7 @@ void ZeroDataParallel::step(float lr) {
 }
 
 void ZeroDataParallel::save(CheckpointWriter* writer) {
-  const bool writes = axes_.all->rank() == 0;
+  const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
   auto& buckets = buckets_.buckets();
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (writes) {
@@ -155,17 +172,19 @@ std::unique_ptr<DataParallel> make_zero_data_parallel(nn::Transformer& model, co
 StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
   const DataAxes axes = DataAxes::of(mesh);
   const bool stage2 = c.zero == 2;
-  const std::vector<FlatLayout> buckets = gradient_buckets(model.parameters(), c.bucket_mb, axes.shard->size());
+  const std::vector<GradientGroup> groups = zero_groups(model.parameters(), c, axes);
+  const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, axes.shard->size());
   StepPlan plan;
   const auto reduce = [&](size_t i) {
     const std::string what = "grads bucket " + std::to_string(i);
-    const int64_t bytes = buckets[i].padded() * kBytesPerFloat;
-    if (stage2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kReduceScatter, bytes, what});
-    else add_planned(plan, mesh, {axes.all->name(), CollectiveOp::kAllReduce, bytes, what});
+    const int64_t bytes = buckets[i].layout.padded() * kBytesPerFloat;
+    const std::string& group = groups[buckets[i].group].group->name();
+    add_planned(plan, mesh, {group, stage2 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, what});
   };
   const auto replica = [&](size_t i) {
-    if (stage2 && axes.replica) {
-      add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, buckets[i].shard_size() * kBytesPerFloat,
+    const AxisGroup* copies = replica_of(buckets[i].layout, c, axes);
+    if (stage2 && copies) {
+      add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, buckets[i].layout.shard_size() * kBytesPerFloat,
                                "grads bucket " + std::to_string(i) + ", this shard"});
     }
   };
@@ -173,7 +192,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   for (size_t i = 0; i < buckets.size(); ++i) replica(i);
   if (stage2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   for (size_t i = 0; i < buckets.size(); ++i) {
-    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].padded() * kBytesPerFloat,
+    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].layout.padded() * kBytesPerFloat,
                              "params bucket " + std::to_string(i)});
   }
   return plan;
