@@ -46,11 +46,6 @@ void check_experts(const LayoutChecks& c, const Layout& l) {
     throw UserError("expert=" + str(l.expert) + " with pipe=" + str(l.pipe) +
                     ": expert parallelism inside pipeline stages does not train yet; use one of the two axes");
   }
-  if (c.zero == 3) {
-    throw UserError("ZeRO stage 3 with expert=" + str(l.expert) +
-                    ": sharding the experts' parameters within their expert group does not train yet; "
-                    "use --zero 0, 1 or 2 with an expert axis");
-  }
 }
 
 void check_pipeline(const LayoutChecks& c, int p, int zero) {

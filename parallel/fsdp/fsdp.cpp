@@ -1,8 +1,10 @@
 #include "parallel/fsdp/fsdp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -17,8 +19,9 @@ namespace shardlab::parallel {
 namespace {
 
 struct Unit {
-  explicit Unit(FlatLayout l) : layout(std::move(l)) {}
+  Unit(FlatLayout l, int64_t experts_from) : layout(std::move(l)), experts_from(experts_from) {}
   FlatLayout layout;
+  int64_t experts_from;           // flat offset where expert-parallel experts begin (they come last)
   Tensor shard;                   // this rank's slice of the parameters: the only persistent copy
   std::shared_ptr<Storage> full;  // the gathered parameters, while present
   CollectiveHandle gathering;     // an all_gather into `full` still in flight
@@ -58,6 +61,7 @@ class FullyShardedDataParallel : public DataParallel {
 
   nn::Transformer& model_;
   DataAxes axes_;
+  std::set<std::string> experts_;  // expert-parallel parameters (DataParallelConfig::expert_parameters)
   std::vector<std::unique_ptr<Unit>> units_;  // 0: root, 1 + l: block l
   std::unique_ptr<ShardedAdamW> optimizer_;
   bool sync_ = true;
@@ -67,8 +71,9 @@ class FullyShardedDataParallel : public DataParallel {
 };
 
 // Unit 1 + l: the parameters of block module l; unit 0, the root: every other parameter.
-// Units are taken from the modules, names from the whole model.
-std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
+// Units are taken from the modules, names from the whole model. Within a unit the
+// expert-parallel experts come last, so that a shard's dense part is contiguous.
+std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards, const std::set<std::string>& experts) {
   std::map<const Tensor*, size_t> unit_of;
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     for (const nn::Parameter& p : model.blocks[l]->parameters()) unit_of[p.tensor] = l + 1;
@@ -79,16 +84,40 @@ std::vector<FlatLayout> fsdp_units(nn::Transformer& model, int shards) {
     params[it == unit_of.end() ? 0 : it->second].push_back({p.name, *p.tensor, p.decay});
   }
   std::vector<FlatLayout> units;
-  for (const auto& unit : params) units.emplace_back(unit, shards);
+  for (auto& unit : params) {
+    std::stable_partition(unit.begin(), unit.end(), [&](const FlatLayout::Param& p) { return !experts.contains(p.name); });
+    units.emplace_back(unit, shards);
+  }
   return units;
+}
+
+// Where a unit's experts begin: its first expert entry, or the end of the padded buffer.
+int64_t experts_from(const FlatLayout& layout, const std::set<std::string>& experts) {
+  for (const FlatEntry& e : layout.entries()) {
+    if (experts.contains(e.name)) return e.offset;
+  }
+  return layout.padded();
+}
+
+// The parts of this rank's gradient slice [lo, hi) of a unit and where each has copies:
+// the dense part over dense_replica, the experts over replica (either may be null or empty).
+template <typename Fn>
+void for_each_replicated_part(const FlatLayout& layout, int64_t experts_begin, int rank, const DataAxes& axes, Fn fn) {
+  const auto [lo, hi] = layout.slice(rank);
+  const int64_t split = std::clamp(experts_begin, lo, hi);
+  if (axes.dense_replica && split > lo) fn(*axes.dense_replica, int64_t{0}, split - lo);
+  if (axes.replica && hi > split) fn(*axes.replica, split - lo, hi - split);
 }
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
-    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
-      io_(config.model_shards) {
+    : model_(model), axes_(DataAxes::of(mesh)), experts_(config.expert_parameters),
+      reshard_after_forward_(config.reshard_after_forward), io_(config.model_shards) {
   const int rank = axes_.shard->rank();
-  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size())) units_.push_back(std::make_unique<Unit>(std::move(layout)));
+  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), experts_)) {
+    const int64_t begin = experts_from(layout, experts_);
+    units_.push_back(std::make_unique<Unit>(std::move(layout), begin));
+  }
   // Each rank's slice comes from the model's values or, for a deferred model, straight
   // from the initialisers: the full model never exists on any rank.
   std::map<std::string, nn::Parameter> by_name;
@@ -206,7 +235,12 @@ void FullyShardedDataParallel::finish_gradients() {
     if (!u.launched) launch_reduce(u);  // a parameter got no gradient
     blocking([&] { u.reducing.wait(); });
     u.grad_flat = Tensor();
-    if (axes_.replica) blocking([&] { all_reduce(*axes_.replica, u.grad_slice.span()); });
+    // A shard's copies: other shard groups (hybrid), and for dense parameters under expert
+    // parallelism, the expert axis.
+    for_each_replicated_part(u.layout, u.experts_from, axes_.shard->rank(), axes_,
+                             [&](const AxisGroup& copies, int64_t offset, int64_t count) {
+                               blocking([&] { all_reduce(copies, u.grad_slice.span().subspan(offset, count)); });
+                             });
     for (float& g : u.grad_slice.span()) g *= mean;
   }
   release(*units_[0]);
@@ -254,7 +288,7 @@ void FullyShardedDataParallel::release_full_params() {
 }
 
 void FullyShardedDataParallel::save(CheckpointWriter* writer) {
-  const bool writes = axes_.all->rank() == 0;
+  const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
   for (size_t i = 0; i < units_.size(); ++i) {
     save_sharded(*axes_.shard, units_[i]->layout, units_[i]->shard.span(), "params/", io_, writes, writer);
     save_sharded(*axes_.shard, units_[i]->layout, optimizer_->m(i).span(), "optim/m/", io_, writes, writer);
@@ -275,14 +309,17 @@ void FullyShardedDataParallel::load(const CheckpointReader& reader) {
 std::string FullyShardedDataParallel::describe() const {
   return "ZeRO-3/FSDP over " + axes_.all->name() + " (" + std::to_string(axes_.all->size()) + " ranks), " +
          std::to_string(units_.size()) + " units (root + one per block), shards over " + axes_.shard->name() +
-         (axes_.replica ? ", replicated over " + axes_.replica->name() : "");
+         (axes_.replica ? ", replicated over " + axes_.replica->name() : "") +
+         (axes_.dense_replica && axes_.dense_replica != axes_.replica
+              ? ", dense parameters replicated over " + axes_.dense_replica->name()
+              : "");
 }
 
 }  // namespace
 
 StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
   const DataAxes axes = DataAxes::of(mesh);
-  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size());
+  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size(), config.expert_parameters);
   const size_t blocks = units.size() - 1;
   StepPlan plan;
   const std::string& shard = axes.shard->name();
@@ -308,9 +345,12 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
     }
     if (sync) reduce(0);  // the tied embedding's gradient is complete last
   }
-  for (size_t i = 0; i < units.size() && axes.replica; ++i) {
-    add_planned(plan, mesh, {axes.replica->name(), CollectiveOp::kAllReduce, units[i].shard_size() * kBytesPerFloat,
-                             (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard"});
+  for (size_t i = 0; i < units.size(); ++i) {
+    const std::string what = (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard";
+    for_each_replicated_part(units[i], experts_from(units[i], config.expert_parameters), axes.shard->rank(), axes,
+                             [&](const AxisGroup& copies, int64_t, int64_t count) {
+                               add_planned(plan, mesh, {copies.name(), CollectiveOp::kAllReduce, count * kBytesPerFloat, what});
+                             });
   }
   add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   return plan;
