@@ -12,7 +12,8 @@ source bench/metrics.sh
 
 # run NAME RANKS THREADS ARGS...: trains with "${common[@]}" and ARGS on RANKS ranks of
 # THREADS threads, then prints the medians of tokens/s and step time and, where the run
-# has them, the tensor axis's communication and the pipeline bubble beside their predictions.
+# has them, the tensor and expert axes' communication and the pipeline bubble beside their
+# predictions.
 run() {
   local name=$1 n=$2 threads=$3 extra=""; shift 3
   OMP_NUM_THREADS=$threads "${mpi[@]}" -n "$n" "$train" "${common[@]}" --threads "$threads" \
@@ -21,6 +22,10 @@ run() {
   scaled() { median "$m" "$1" | awk -v k="$2" '{printf "%.1f", $1 * k}'; }
   if grep -q tensor_comm_s "$m"; then
     extra="   tensor comm $(scaled tensor_comm_s 1e3) ms (predicted $(scaled tensor_comm_predicted_s 1e3) ms)"
+  fi
+  if grep -q expert_comm_s "$m"; then
+    extra="$extra   expert comm $(scaled expert_comm_s 1e3) ms (predicted $(scaled expert_comm_predicted_s 1e3) ms)"
+    extra="$extra   dropped $(scaled moe_dropped_fraction 100)%"
   fi
   if grep -q pipeline_bubble "$m"; then
     extra="$extra   bubble $(scaled pipeline_bubble 100)% (predicted $(scaled pipeline_bubble_predicted 100)%)"

@@ -42,10 +42,6 @@ void check_experts(const LayoutChecks& c, const Layout& l) {
     throw UserError("expert axis " + str(l.expert) + " does not divide the " + str(m.experts) +
                     " experts; choose an expert size that divides --experts");
   }
-  if (l.pipe > 1) {
-    throw UserError("expert=" + str(l.expert) + " with pipe=" + str(l.pipe) +
-                    ": expert parallelism inside pipeline stages does not train yet; use one of the two axes");
-  }
 }
 
 void check_pipeline(const LayoutChecks& c, int p, int zero) {

@@ -13,8 +13,7 @@ namespace {
 bool has_axis(const Mesh& mesh, const char* axis) { return mesh.has_axis(axis) && mesh.axis_size(axis) > 1; }
 bool has_pipe(const Mesh& mesh) { return has_axis(mesh, "pipe"); }
 
-// Tensor parallelism: how it splits the layers (Layout::validate keeps it apart from
-// expert parallelism, which parallelize() applies after the pipeline).
+// Tensor parallelism: how it splits the layers.
 std::shared_ptr<const ModelShards> apply_model_parallel(nn::Transformer& model, const Mesh& mesh,
                                                         const ParallelConfig& config) {
   if (!has_axis(mesh, "tensor")) return nullptr;
@@ -56,14 +55,14 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   ParallelModel out;
   DataParallelConfig data = config.data;
   data.model_shards = apply_model_parallel(model, mesh, config);
-  if (has_pipe(mesh)) {
-    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
-    data.model_shards = out.pipeline->shards();
-  }
-  if (has_axis(mesh, "expert")) {
+  if (has_axis(mesh, "expert")) {  // (Layout::validate keeps tensor and expert apart)
     auto experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
     data.expert_parameters = experts->expert_parameters();
     data.model_shards = std::move(experts);
+  }
+  if (has_pipe(mesh)) {
+    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
+    data.model_shards = out.pipeline->shards();
   }
   // FSDP/DP last, over the model-parallel shards.
   out.data = data.zero == 3 ? make_fsdp(model, mesh, data) : make_bucketed_data_parallel(model, mesh, data);
@@ -108,8 +107,6 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   // follows them); the data-parallel collectives come next on other groups, and the
   // gradient norm's sum over the model-parallel ranks last.
   plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
-  plan_expert_parallel_step(plan, mesh, model.config, rows, step.seq_len, step.microbatches);
-  if (has_pipe(mesh)) plan_pipeline_step(plan, mesh);
   // The data-parallel strategy sees this rank's tensor shards of its pipeline stages: plan
   // it on a model of their shapes (built deferred, so it costs nothing), leaving `model`
   // untouched.
@@ -134,6 +131,14 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   }
   if (has_pipe(mesh)) drop_other_stages(*local, mesh, config.pipeline);
   nn::Transformer& sharded = local ? *local : model;
+  // The expert axis's all_to_alls, for the MoE layers of this rank's stages; then the
+  // pipeline's loss and idle-time sum.
+  std::vector<int64_t> moe_layers;
+  for (size_t l = 0; l < sharded.blocks.size(); ++l) {
+    if (sharded.blocks[l]->moe && sharded.blocks[l]->moe->router.weight.defined()) moe_layers.push_back(l);
+  }
+  plan_expert_parallel_step(plan, mesh, model.config, moe_layers, rows, step.seq_len, step.microbatches);
+  if (has_pipe(mesh)) plan_pipeline_step(plan, mesh);
   const DataParallelConfig& dp = sharded_config.data;
   const StepPlan data = dp.zero == 3 ? plan_fsdp_step(sharded, mesh, dp, step.microbatches)
                                      : plan_bucketed_step(sharded, mesh, dp);

@@ -28,7 +28,8 @@ inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelMo
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
     r.losses.push_back(loss / axes.all->size());
     double moe[3] = {step.moe.aux_loss, double(step.moe.layer_forwards), double(step.moe.dropped)};
-    MPI_Allreduce(MPI_IN_PLACE, moe, 3, MPI_DOUBLE, MPI_SUM, axes.all->comm());
+    // Over every rank: the batch ranks see different rows, the pipeline stages different layers.
+    MPI_Allreduce(MPI_IN_PLACE, moe, 3, MPI_DOUBLE, MPI_SUM, mesh.comm());
     r.aux_losses.push_back(moe[1] > 0 ? moe[0] / moe[1] : 0.0);
     r.dropped.push_back(static_cast<int64_t>(moe[2]));
   }

@@ -80,8 +80,8 @@ int64_t expert_all_to_all_bytes(const nn::ModelConfig& c, int64_t rows, int64_t 
   return c.experts * rows * nn::expert_capacity(c, seq_len) * c.d_model * kBytesPerFloat;
 }
 
-void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c, int64_t rows,
-                               int64_t seq_len, int microbatches) {
+void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
+                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches) {
   if (!mesh.has_axis("expert") || mesh.axis_size("expert") == 1 || c.experts == 0) return;
   const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len);
   const auto add = [&](const std::string& what) { add_planned(plan, mesh, {"expert", CollectiveOp::kAllToAll, bytes, what}); };
@@ -90,12 +90,9 @@ void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
     add("combine" + b);
   };
   for (int m = 0; m < microbatches; ++m) {
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      if (c.is_moe_layer(l)) forward(", block " + std::to_string(l));
-    }
-    for (int64_t l = c.n_layers - 1; l >= 0; --l) {
-      if (!c.is_moe_layer(l)) continue;
-      const std::string b = ", block " + std::to_string(l);
+    for (int64_t l : layers) forward(", block " + std::to_string(l));
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      const std::string b = ", block " + std::to_string(*it);
       if (c.remat != nn::Remat::None) forward(b);  // the recomputed forward exchanges again
       add("combine gradient" + b);
       add("dispatch gradient" + b);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "framework/nn/transformer.h"
 #include "parallel/comm/step_plan.h"
@@ -58,10 +59,12 @@ std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, co
 int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int64_t seq_len);
 
 // Appends the all_to_alls those hooks issue on the expert axis in one training step of
-// `microbatches` microbatches of `rows` sequences, in issue order (step_plan.h): per
-// microbatch, every MoE layer's dispatch and combine forward (again when remat recomputes
-// it), then their backward pair in reverse layer order.
-void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config, int64_t rows,
-                               int64_t seq_len, int microbatches);
+// `microbatches` microbatches of `rows` sequences through the MoE blocks `layers` (those
+// this rank's pipeline stages hold), in issue order (step_plan.h): per microbatch, each
+// layer's dispatch and combine forward, then in reverse layer order the forward again
+// where remat recomputes it, and the backward pair. (A pipeline schedule interleaves the
+// microbatches' passes; every rank of an expert group runs the same schedule.)
+void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
+                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches);
 
 }  // namespace shardlab::parallel

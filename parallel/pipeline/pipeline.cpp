@@ -35,12 +35,13 @@ std::vector<int> holders(const std::string& name, const nn::ModelConfig& m, cons
 }
 
 // The pipeline's view of the parameters for the data-parallel strategy: what a rank
-// holds is whole (or the inner tensor-parallel part of it); the tied embedding's
+// holds is whole (or the inner tensor- or expert-parallel part of it); the tied embedding's
 // duplicate on the last stage is neither counted in the norm nor written to checkpoints.
 class PipelineShards : public ModelShards {
  public:
   PipelineShards(const Mesh& mesh, bool duplicate_embedding, std::shared_ptr<const ModelShards> inner)
-      : group_(inner ? mesh.group({"pipe", "tensor"}) : mesh.axis("pipe")), duplicate_(duplicate_embedding),
+      : group_(inner ? mesh.group_named("pipe+" + inner->group().name()) : mesh.axis("pipe")),
+        duplicate_(duplicate_embedding),
         inner_(std::move(inner)) {}
 
   const AxisGroup& group() const override { return group_; }
@@ -50,7 +51,7 @@ class PipelineShards : public ModelShards {
     return {{0, std::numeric_limits<int64_t>::max()}};
   }
   // Not collective over the pipe axis: each stage writes its own parameters in turn
-  // (parallel::save_checkpoint), through the tensor group where there is one.
+  // (parallel::save_checkpoint), through the tensor or expert group where there is one.
   void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
              std::span<const float> data) const override {
     if (duplicate_ && param == kTiedEmbedding) return;  // the first stage writes the same values
