@@ -1,7 +1,7 @@
 // parallelize(model, mesh, config): the one way a model is parallelised (DESIGN 3).
 //
 // It applies the strategies from outside the model in a fixed order -- tensor, then
-// pipeline, then expert, then FSDP/DP -- and returns them as a ParallelModel: the pipeline
+// expert, then pipeline, then FSDP/DP -- and returns them as a ParallelModel: the pipeline
 // (which runs a step's forward and backward passes when there is a pipe axis) and the
 // data-parallel strategy that owns the gradient reduction, the sharded optimizer state
 // and checkpoint I/O. train_step (train_step.h) is the training step over it; written
@@ -60,8 +60,9 @@ struct ParallelModel {
   void release_full_params() const;
 };
 
-// Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h), then pipe
-// (pipeline/pipeline.h), then data and fsdp (data_parallel/, fsdp/). Layout::validate
+// Strategies act on the mesh axes it has: tensor (tensor/tensor_parallel.h), then expert
+// (expert/expert_parallel.h: the stages then hold their blocks' share of the experts),
+// then pipe (pipeline/pipeline.h), then data and fsdp (data_parallel/, fsdp/). Layout::validate
 // has checked the model and batch against the axes on every rank beforehand.
 ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
