@@ -28,10 +28,9 @@ void check_tensor(const nn::ModelConfig& m, int t) {
 
 void check_experts(const LayoutChecks& c, const Layout& l) {
   const nn::ModelConfig& m = c.model;
-  if (m.experts > 0 && l.tensor > 1) {
-    throw UserError("tensor=" + str(l.tensor) + " with a mixture-of-experts model (" + str(m.experts) +
-                    " experts): tensor parallelism does not split MoE layers yet; split the experts over an "
-                    "expert axis instead (--mesh expert=N)");
+  if (m.experts > 0 && l.tensor > 1 && c.sequence_parallel) {
+    throw UserError("sequence parallelism with a mixture-of-experts model: MoE blocks route whole sequences; "
+                    "turn sequence parallelism off (tensor parallelism alone splits the experts)");
   }
   if (l.expert == 1) return;
   if (m.experts == 0) {

@@ -1,5 +1,6 @@
 #include "parallel/model_shards.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "framework/error.h"
@@ -46,26 +47,44 @@ std::vector<std::pair<int64_t, int64_t>> AxisShards::norm_ranges(const std::stri
   return {{0, n}};
 }
 
-void AxisShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
-                       std::span<const float> data) const {
+Tensor AxisShards::assemble(const std::string& param, std::span<const float> data) const {
   const Shape& shape = global_shapes_.at(param);
+  Tensor global = Tensor::empty(shape);
   if (!split(param)) {
-    if (writer) writer->write(key, shape, data);
-    return;
+    std::copy(data.begin(), data.end(), global.data());
+    return global;
   }
   // Every rank's shard has the same size, so one all_gather brings them all.
   const int64_t n = static_cast<int64_t>(data.size());
-  MemoryScope scope(MemoryCategory::Communication);
   Tensor parts = Tensor::empty({group_.size() * n});
   all_gather(group_, data, parts.span());
-  if (!writer) return;
-  Tensor global = Tensor::empty(shape);
   for (int r = 0; r < group_.size(); ++r) {
     shards_[r].at(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
       std::memcpy(global.data() + go, parts.data() + r * n + lo, count * sizeof(float));
     });
   }
-  writer->write(key, shape, global.span());
+  return global;
+}
+
+void AxisShards::cut(const std::string& param, std::span<const float> global, std::span<float> out) const {
+  if (!split(param)) {
+    std::copy(global.begin(), global.end(), out.begin());
+    return;
+  }
+  shard(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
+    std::memcpy(out.data() + lo, global.data() + go, count * sizeof(float));
+  });
+}
+
+void AxisShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+                       std::span<const float> data) const {
+  if (!split(param)) {
+    if (writer) writer->write(key, global_shapes_.at(param), data);
+    return;
+  }
+  MemoryScope scope(MemoryCategory::Communication);
+  const Tensor global = assemble(param, data);
+  if (writer) writer->write(key, global.shape(), global.span());
 }
 
 void AxisShards::read(const CheckpointReader& reader, const std::string& key, const std::string& param,
@@ -75,9 +94,39 @@ void AxisShards::read(const CheckpointReader& reader, const std::string& key, co
   MemoryScope scope(MemoryCategory::Communication);
   Tensor global = Tensor::empty(shape);
   reader.read(key, shape, global.span());
-  shard(param).for_each_run([&](int64_t lo, int64_t go, int64_t count) {
-    std::memcpy(out.data() + lo, global.data() + go, count * sizeof(float));
-  });
+  cut(param, global.span(), out);
+}
+
+NestedShards::NestedShards(const AxisGroup& group, std::shared_ptr<const AxisShards> outer,
+                           std::shared_ptr<const AxisShards> inner)
+    : group_(group), outer_(std::move(outer)), inner_(std::move(inner)) {}
+
+std::vector<std::pair<int64_t, int64_t>> NestedShards::norm_ranges(const std::string& name) const {
+  // Where the inner axis leaves a parameter whole, its local elements are outer's; where it
+  // splits one, it is whole on outer's ranks that count it at all.
+  if (inner_->norm_ranges(name).empty()) return {};
+  if (!inner_->split(name)) return outer_->norm_ranges(name);
+  if (outer_->norm_ranges(name).empty()) return {};
+  return inner_->norm_ranges(name);
+}
+
+void NestedShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+                         std::span<const float> data) const {
+  MemoryScope scope(MemoryCategory::Communication);
+  const Tensor middle = inner_->assemble(param, data);  // what the outer split left this rank
+  const Tensor global = outer_->assemble(param, middle.span());
+  if (writer) writer->write(key, global.shape(), global.span());
+}
+
+void NestedShards::read(const CheckpointReader& reader, const std::string& key, const std::string& param,
+                        std::span<float> out) const {
+  MemoryScope scope(MemoryCategory::Communication);
+  const Shape& shape = outer_->global_shape(param);
+  Tensor global = Tensor::empty(shape);
+  reader.read(key, shape, global.span());
+  Tensor middle = Tensor::empty(inner_->global_shape(param));
+  outer_->cut(param, global.span(), middle.span());
+  inner_->cut(param, middle.span(), out);
 }
 
 }  // namespace shardlab::parallel

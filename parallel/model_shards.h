@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -80,11 +81,37 @@ class AxisShards : public ModelShards {
   bool split(const std::string& name) const { return shards_[0].contains(name); }
   // This rank's shard of a split parameter.
   const TensorShard& shard(const std::string& name) const { return shards_[group_.rank()].at(name); }
+  const Shape& global_shape(const std::string& name) const { return global_shapes_.at(name); }
+
+  // Collective over group() for a split parameter: every rank's `data` of `param` joined
+  // into the global tensor, on every rank. A replicated one is `data` itself.
+  Tensor assemble(const std::string& param, std::span<const float> data) const;
+  // This rank's part of `global`, param's global tensor.
+  void cut(const std::string& param, std::span<const float> global, std::span<float> out) const;
 
  private:
   const AxisGroup& group_;
   std::map<std::string, Shape> global_shapes_;              // every parameter
   std::vector<std::map<std::string, TensorShard>> shards_;  // per rank
+};
+
+// Two AxisShards nested: `outer` splits the global tensors, `inner` splits what outer left
+// each rank (tensor parallelism cuts each expert's hidden units, then expert parallelism
+// the experts along dim 0). A parameter counts in the norm where both count it.
+class NestedShards : public ModelShards {
+ public:
+  NestedShards(const AxisGroup& group, std::shared_ptr<const AxisShards> outer, std::shared_ptr<const AxisShards> inner);
+
+  const AxisGroup& group() const override { return group_; }
+  std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
+  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+             std::span<const float> data) const override;
+  void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
+            std::span<float> out) const override;
+
+ private:
+  const AxisGroup& group_;  // outer's and inner's axes together
+  std::shared_ptr<const AxisShards> outer_, inner_;
 };
 
 template <typename Fn>

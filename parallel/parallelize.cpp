@@ -55,10 +55,14 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   ParallelModel out;
   DataParallelConfig data = config.data;
   data.model_shards = apply_model_parallel(model, mesh, config);
-  if (has_axis(mesh, "expert")) {  // (Layout::validate keeps tensor and expert apart)
-    auto experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
+  if (has_axis(mesh, "expert")) {  // splits the experts as tensor parallelism left them
+    std::shared_ptr<const ExpertParallel> experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
     data.expert_parameters = experts->expert_parameters();
-    data.model_shards = std::move(experts);
+    if (auto tensor = std::dynamic_pointer_cast<const AxisShards>(data.model_shards)) {
+      data.model_shards = std::make_shared<NestedShards>(mesh.group({"expert", "tensor"}), tensor, experts);
+    } else {
+      data.model_shards = experts;
+    }
   }
   if (has_pipe(mesh)) {
     out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
@@ -121,7 +125,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
     if (!has_axis(mesh, axis)) continue;
     const int size = mesh.axis_size(axis), coord = mesh.coord(axis);
     const auto shards = std::string(axis) == "tensor" ? tensor_shards(model.config, size, coord)
-                                                      : expert_shards(model.config, size, coord);
+                                                      : expert_shards(*local, size, coord);  // of the tensor shards
     for (const nn::Parameter& p : local->parameters()) {
       const auto it = shards.find(p.name);
       if (it == shards.end()) continue;

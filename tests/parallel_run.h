@@ -27,8 +27,11 @@ inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelMo
     double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());
     r.losses.push_back(loss / axes.all->size());
-    double moe[3] = {step.moe.aux_loss, double(step.moe.layer_forwards), double(step.moe.dropped)};
-    // Over every rank: the batch ranks see different rows, the pipeline stages different layers.
+    // Over every rank: the batch ranks see different rows, the pipeline stages different
+    // layers; the tensor ranks route the same tokens, so only the first of them counts.
+    const double counts = !mesh.has_axis("tensor") || mesh.coord("tensor") == 0 ? 1.0 : 0.0;
+    double moe[3] = {counts * step.moe.aux_loss, counts * double(step.moe.layer_forwards),
+                     counts * double(step.moe.dropped)};
     MPI_Allreduce(MPI_IN_PLACE, moe, 3, MPI_DOUBLE, MPI_SUM, mesh.comm());
     r.aux_losses.push_back(moe[1] > 0 ? moe[0] / moe[1] : 0.0);
     r.dropped.push_back(static_cast<int64_t>(moe[2]));

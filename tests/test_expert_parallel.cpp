@@ -5,7 +5,8 @@
 // (LLaMA), with a capacity that drops tokens and dropless, with gradient accumulation
 // and remat, at expert=2, expert=4 and data=2 x expert=2, with ZeRO stages 0-3 (the
 // experts' optimizer state, gradients and parameters sharded within their expert group),
-// and inside pipeline stages (pipe=2 x expert=2). Also: the all_to_all bytes of
+// inside pipeline stages (pipe=2 x expert=2), and with tensor parallelism splitting each
+// expert's hidden units (tensor=2, expert=2 x tensor=2). Also: the all_to_all bytes of
 // each MoE layer equal the formula, a router that sends every token to one expert still
 // runs (drops counted, no hang), and the layout errors.
 #include <doctest/doctest.h>
@@ -114,7 +115,8 @@ void check_case(const Mesh& mesh, const Case& k) {
   const int64_t rows = kBatch / DataAxes::of(mesh).all->size() / k.accum;
   const int64_t per_layer = (c.remat == nn::Remat::None ? 4 : 6) * expert_all_to_all_bytes(c, rows, kSeq);
   const int64_t stages = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1;  // each holds its share of the layers
-  CHECK(got.expert_bytes == kSteps * k.accum * c.moe_layers() / stages * per_layer);
+  const bool expert_axis = mesh.has_axis("expert") && mesh.axis_size("expert") > 1;
+  CHECK(got.expert_bytes == (expert_axis ? kSteps * k.accum * c.moe_layers() / stages * per_layer : 0));
   MPI_Barrier(MPI_COMM_WORLD);
   const Params saved = read_checkpoint(path, ref.params);
   double worst = 0;
@@ -137,7 +139,9 @@ TEST_CASE("expert parallelism trains exactly like the single process") {
              {"expert=2", {"llama-moe-tiny", 0.0f, 2}},
              {"expert=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full}},
              {"expert=2", {"gpt-moe-tiny", 1.0f, 1, nn::Remat::None, 1}},
-             {"expert=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full, 3}}};
+             {"expert=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full, 3}},
+             {"tensor=2", {"gpt-moe-tiny"}},
+             {"tensor=2", {"llama-moe-tiny", 1.0f, 2, nn::Remat::Full}}};
   } else if (n == 4) {
     cases = {{"expert=4", {"gpt-moe-tiny"}},
              {"expert=4", {"llama-moe-tiny", 0.0f}},
@@ -149,7 +153,10 @@ TEST_CASE("expert parallelism trains exactly like the single process") {
              {"data=2,expert=2", {"gpt-moe-tiny", 1.0f, 1, nn::Remat::None, 3}},
              {"data=2,expert=2", {"llama-moe-tiny", 0.0f, 2, nn::Remat::None, 3}},
              {"pipe=2,expert=2", {"llama-moe-tiny", 1.0f, 2}},
-             {"pipe=2,expert=2", {"gpt-moe-tiny", 1.0f, 4, nn::Remat::Full, 1}}};
+             {"pipe=2,expert=2", {"gpt-moe-tiny", 1.0f, 4, nn::Remat::Full, 1}},
+             {"expert=2,tensor=2", {"gpt-moe-tiny"}},
+             {"expert=2,tensor=2", {"llama-moe-tiny", 0.0f, 2, nn::Remat::None, 3}},
+             {"expert=2,tensor=2", {"llama-moe-tiny", 1.0f, 1, nn::Remat::Full, 2}}};
   }
   for (const auto& [spec, k] : cases) {
     const Layout layout = Layout::from_spec(spec);
@@ -214,7 +221,9 @@ TEST_CASE("expert layouts that cannot work are clear errors on every rank") {
   CHECK(error("expert=3", moe).find("expert axis 3 does not divide the 4 experts") != std::string::npos);
   CHECK(error("expert=2", nn::ModelConfig::preset("llama-tiny")).find("needs a mixture-of-experts model") !=
         std::string::npos);
-  CHECK(error("expert=2,tensor=2", moe).find("tensor parallelism does not split MoE layers") != std::string::npos);
+  CHECK(user_error_of([&] {
+          Layout::from_spec("tensor=2").validate({.model = moe, .global_batch = kBatch, .sequence_parallel = true});
+        }).find("sequence parallelism with a mixture-of-experts model") != std::string::npos);
   nn::ModelConfig bad = moe;
   bad.top_k = 5;
   CHECK(user_error_of([&] { bad.validate(); }).find("--top-k 5 must be between 1 and the 4 experts") != std::string::npos);

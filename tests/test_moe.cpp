@@ -28,6 +28,7 @@ TEST_CASE("routing ops: softmax, top-k gates, dispatch, combine, batched linear"
   gradcheck([](V& in) { return ops::batched_linear(in[0], in[1], in[2]); },
             {random_tensor({2, 3, 4}, 7), random_tensor({2, 5, 4}, 8), random_tensor({2, 5}, 9)});
   gradcheck([](V& in) { return ops::batched_linear(in[0], in[1]); }, {random_tensor({3, 2, 4}, 10), random_tensor({3, 3, 4}, 11)});
+  gradcheck([](V& in) { return ops::add_group_bias(in[0], in[1]); }, {random_tensor({2, 3, 4}, 13), random_tensor({2, 4}, 14)});
 
   // Forward values by hand.
   Tensor x = random_tensor({3, 4}, 12);

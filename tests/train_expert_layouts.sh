@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # train_expert_layouts.sh TRAIN_GPT MPIEXEC...: expert-parallel checkpoints are layout-free.
 # An MoE model (llama-moe-tiny: 4 experts, top-2) trained at expert=2 saves at step 4 and is
-# resumed on one process and at expert=4; a one-process run saves at step 4 and is resumed
-# at data=2,expert=2 with gradient accumulation. Every resumed run continues with the
+# resumed on one process, at expert=4 and at expert=2,tensor=2 with ZeRO-3; a one-process
+# run saves at step 4 and is resumed at data=2,expert=2 with gradient accumulation. Every resumed run continues with the
 # losses of an uninterrupted single-process run (1e-4 relative: fp32 summation order), and
 # the expert=2 run's progress line reports the MoE statistics and the expert axis's time.
 set -euo pipefail
@@ -26,6 +26,9 @@ head -n 4 "$dir/ep2.jsonl" > "$dir/ep2_to_ep4.jsonl"
 head -n 4 "$dir/full.jsonl" > "$dir/single_to_dp2ep2.jsonl"
 "${mpiexec[@]}" -n 4 "$train" "${common[@]}" --mesh data=2,expert=2 --grad-accum 2 --resume "$dir/full/ckpt_000004.h5" \
   --metrics "$dir/single_to_dp2ep2.jsonl" --ckpt-dir "$dir/c" > /dev/null
+head -n 4 "$dir/ep2.jsonl" > "$dir/ep2_to_ep2tp2.jsonl"
+"${mpiexec[@]}" -n 4 "$train" "${common[@]}" --mesh expert=2,tensor=2 --zero 3 --resume "$dir/ep2/ckpt_000004.h5" \
+  --metrics "$dir/ep2_to_ep2tp2.jsonl" --ckpt-dir "$dir/d" > /dev/null
 source "$(dirname "$0")/compare_losses.sh"
-compare_losses "$dir" 8 ep2 ep2_to_single ep2_to_ep4 single_to_dp2ep2
-echo "ok: expert=2 -> 1 process and -> expert=4, 1 process -> data=2,expert=2 resume with the uninterrupted losses"
+compare_losses "$dir" 8 ep2 ep2_to_single ep2_to_ep4 single_to_dp2ep2 ep2_to_ep2tp2
+echo "ok: expert=2 -> 1 process, -> expert=4 and -> expert=2,tensor=2 (ZeRO-3); 1 process -> data=2,expert=2: the uninterrupted losses"

@@ -126,12 +126,15 @@ double RunReport::measured_seconds_so_far(const std::string& group) const {
 
 void RunReport::moe(const nn::MoeStats& mine) {
   const size_t E = static_cast<size_t>(run_.model.experts);
-  // Sums over every rank (pipeline stages hold different layers; the batch ranks different rows).
+  // Sums over every rank (pipeline stages hold different layers; the batch ranks different
+  // rows); the tensor ranks route the same tokens, so only the first of them counts.
+  const float counts = !mesh_.has_axis("tensor") || mesh_.coord("tensor") == 0 ? 1.0f : 0.0f;
   std::vector<float> v = {static_cast<float>(mine.aux_loss), static_cast<float>(mine.z_loss),
                           static_cast<float>(mine.layer_forwards), static_cast<float>(mine.choices),
                           static_cast<float>(mine.dropped)};
   v.resize(5 + E, 0.0f);
   for (size_t e = 0; e < mine.load.size() && e < E; ++e) v[5 + e] = static_cast<float>(mine.load[e]);
+  for (float& x : v) x *= counts;
   parallel::all_reduce(mesh_.all(), v);
   moe_ = true;
   aux_loss_ = v[2] > 0 ? v[0] / v[2] : 0.0;

@@ -73,10 +73,12 @@ int64_t Moe::experts_held() const { return config_.arch == Arch::Gpt ? w_in.dim(
 Tensor Moe::experts(const Tensor& buffer) const {
   if (config_.arch == Arch::Gpt) {
     Tensor h = ops::gelu(ops::batched_linear(buffer, use("w_in", w_in), use("b_in", b_in)));
-    return ops::batched_linear(h, use("w_out", w_out), use("b_out", b_out));
+    if (!reduce_partial) return ops::batched_linear(h, use("w_out", w_out), use("b_out", b_out));
+    return ops::add_group_bias(reduce_partial(ops::batched_linear(h, use("w_out", w_out))), use("b_out", b_out));
   }
   Tensor h = ops::swiglu(ops::batched_linear(buffer, use("w_gate", w_gate)), ops::batched_linear(buffer, use("w_up", w_up)));
-  return ops::batched_linear(h, use("w_down", w_down));
+  Tensor y = ops::batched_linear(h, use("w_down", w_down));
+  return reduce_partial ? reduce_partial(y) : y;
 }
 
 Tensor Moe::operator()(const Tensor& x) const {
@@ -90,7 +92,8 @@ Tensor Moe::operator()(const Tensor& x) const {
     const Routing r = route(probs.data(), S, T, E, k, capacity);
 
     Tensor gates = ops::topk_gates(probs, r.choices, k, /*renormalize=*/k > 1);
-    Tensor buffer = ops::reshape(ops::dispatch(flat, r.slots, k, E * S * capacity), {E, S * capacity, D});
+    const Tensor tokens = dispatch_input ? dispatch_input(flat) : flat;
+    Tensor buffer = ops::reshape(ops::dispatch(tokens, r.slots, k, E * S * capacity), {E, S * capacity, D});
     const auto run = [this](const Tensor& b) { return experts(b); };
     Tensor out = exchange ? exchange(buffer, run) : run(buffer);
     Tensor y = ops::combine(ops::reshape(out, {E * S * capacity, D}), gates, r.slots);

@@ -91,6 +91,11 @@ class Moe : public Module {
   // Set by expert parallelism: maps the dispatch buffer [E, S * C, D] to the experts'
   // outputs of the same shape, running `experts` where they live. Unset: experts(buffer).
   std::function<Tensor(const Tensor& buffer, const std::function<Tensor(const Tensor&)>& experts)> exchange;
+  // Set by tensor parallelism, which splits each expert's hidden units: applied to the
+  // tokens on their way to the experts only (the router reads them as they are), and to
+  // the experts' partial products x · W_out^T before the output bias. Unset: nothing.
+  Hook dispatch_input;
+  Hook reduce_partial;
 
  private:
   const ModelConfig config_;

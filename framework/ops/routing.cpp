@@ -104,6 +104,32 @@ Tensor combine(const Tensor& y, const Tensor& gates, std::span<const int32_t> sl
   });
 }
 
+Tensor add_group_bias(const Tensor& y, const Tensor& b) {
+  SL_ASSERT(y.ndim() == 3 && b.ndim() == 2 && b.dim(0) == y.dim(0) && b.dim(1) == y.dim(2),
+            "add_group_bias: y " + shape_str(y.shape()) + ", b " + shape_str(b.shape()));
+  const int64_t G = y.dim(0), n = y.dim(1), D = y.dim(2);
+  Tensor out = Tensor::empty(y.shape());
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* in = y.data() + (g * n + r) * D;
+      float* o = out.data() + (g * n + r) * D;
+#pragma omp simd
+      for (int64_t d = 0; d < D; ++d) o[d] = in[d] + b.data()[g * D + d];
+    }
+  }
+  return record(out, "add_group_bias", {y, b}, [G, n, D, shape = b.shape()](const Tensor& go) {
+    Tensor gb = Tensor::zeros(shape);
+    for (int64_t g = 0; g < G; ++g) {
+      for (int64_t r = 0; r < n; ++r) {
+        const float* in = go.data() + (g * n + r) * D;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) gb.data()[g * D + d] += in[d];
+      }
+    }
+    return std::vector<Tensor>{go, gb};
+  });
+}
+
 Tensor load_balancing_loss(const Tensor& probs, std::span<const float> fractions, int64_t sequences) {
   const int64_t E = probs.dim(-1), N = probs.numel() / E, S = sequences;
   SL_ASSERT(S > 0 && N % S == 0 && static_cast<int64_t>(fractions.size()) == S * E,

@@ -28,6 +28,10 @@ Tensor dispatch(const Tensor& x, std::span<const int32_t> slots, int64_t k, int6
 // choice was dropped gets zeros: the residual carries it). y [rows, D], gates [N, k].
 Tensor combine(const Tensor& y, const Tensor& gates, std::span<const int32_t> slots);
 
+// y[g, n, :] + b[g, :]: each expert's bias on its rows of a grouped product [G, n, D]
+// (added after a tensor-parallel sum, once).
+Tensor add_group_bias(const Tensor& y, const Tensor& b);
+
 // Switch/GShard load-balancing loss, per sequence and averaged over the S sequences:
 // (1/S) sum_s E sum_i f[s, i] * P[s, i], with P[s, i] the mean of probs over the
 // sequence's tokens and f[s, i] (fractions, [S*E], a constant) the share of its choices

@@ -7,11 +7,13 @@
 namespace shardlab::parallel {
 namespace {
 
-// Each expert weight of an MoE block: its local name and its global shape.
-std::vector<std::pair<std::string, Shape>> expert_weights(const nn::ModelConfig& c) {
-  const int64_t E = c.experts, D = c.d_model, F = c.d_ff;
-  if (c.arch == nn::Arch::Gpt) return {{"w_in", {E, F, D}}, {"b_in", {E, F}}, {"w_out", {E, D, F}}, {"b_out", {E, D}}};
-  return {{"w_gate", {E, F, D}}, {"w_up", {E, F, D}}, {"w_down", {E, D, F}}};
+// "blocks.<l>." for the block at that place in model.blocks.
+std::string block_prefix(const nn::Transformer& model, const nn::Block& block) {
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    if (model.blocks[l].get() == &block) return "blocks." + std::to_string(l) + ".";
+  }
+  SL_ASSERT(false, "a block of the model");
+  return "";
 }
 
 std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
@@ -20,9 +22,9 @@ std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
   return shapes;
 }
 
-std::vector<std::map<std::string, TensorShard>> every_rank(const nn::ModelConfig& config, int ep) {
+std::vector<std::map<std::string, TensorShard>> every_rank(nn::Transformer& model, int ep) {
   std::vector<std::map<std::string, TensorShard>> shards;
-  for (int r = 0; r < ep; ++r) shards.push_back(expert_shards(config, ep, r));
+  for (int r = 0; r < ep; ++r) shards.push_back(expert_shards(model, ep, r));
   return shards;
 }
 
@@ -39,22 +41,24 @@ Tensor exchange_over(const AxisGroup& expert, const Tensor& buffer, const std::f
 
 }  // namespace
 
-std::map<std::string, TensorShard> expert_shards(const nn::ModelConfig& c, int ep, int rank) {
+std::map<std::string, TensorShard> expert_shards(nn::Transformer& model, int ep, int rank) {
   std::map<std::string, TensorShard> shards;
-  if (ep == 1 || c.experts == 0) return shards;
-  const int64_t per_rank = c.experts / ep;
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (!c.is_moe_layer(l)) continue;
-    for (const auto& [name, shape] : expert_weights(c)) {
-      shards["blocks." + std::to_string(l) + ".moe." + name] = {shape, 0, {{rank * per_rank, (rank + 1) * per_rank}}};
+  if (ep == 1) return shards;
+  const int64_t per_rank = model.config.experts / ep;
+  for (auto& block : model.blocks) {
+    if (!block->moe) continue;
+    for (const nn::Parameter& p : block->moe->parameters()) {
+      if (p.name.rfind("router.", 0) == 0) continue;  // every rank routes its own tokens
+      const std::string name = p.name;
+      shards[block_prefix(model, *block) + "moe." + name] = {p.tensor->shape(), 0, {{rank * per_rank, (rank + 1) * per_rank}}};
     }
   }
   return shards;
 }
 
 ExpertParallel::ExpertParallel(nn::Transformer& model, const AxisGroup& expert)
-    : AxisShards(expert, shapes_of(model), every_rank(model.config, expert.size())) {
-  for (const auto& [name, shard] : expert_shards(model.config, expert.size(), expert.rank())) names_.insert(name);
+    : AxisShards(expert, shapes_of(model), every_rank(model, expert.size())) {
+  for (const auto& [name, shard] : expert_shards(model, expert.size(), expert.rank())) names_.insert(name);
 }
 
 std::set<std::string> ExpertParallel::expert_parameters() const { return names_; }
@@ -62,7 +66,7 @@ std::set<std::string> ExpertParallel::expert_parameters() const { return names_;
 std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed) {
   SL_ASSERT(model.config.experts % expert.size() == 0, "Layout::validate checks that the expert axis divides E");
   auto result = std::make_unique<ExpertParallel>(model, expert);
-  const auto shards = expert_shards(model.config, expert.size(), expert.rank());
+  const auto shards = expert_shards(model, expert.size(), expert.rank());
   for (const nn::Parameter& p : model.parameters()) {
     const auto it = shards.find(p.name);
     if (it != shards.end()) shard_parameter(p, it->second, seed);

@@ -35,8 +35,10 @@
 
 namespace shardlab::parallel {
 
-// Rank `rank` of `ep`'s shard of every expert weight of a model with `config`, by name.
-std::map<std::string, TensorShard> expert_shards(const nn::ModelConfig& config, int ep, int rank);
+// Rank `rank` of `ep`'s shard of every expert weight of `model`, by name: a block of the
+// leading expert dim of the weight as the model holds it now (whole, or its tensor-parallel
+// part).
+std::map<std::string, TensorShard> expert_shards(nn::Transformer& model, int ep, int rank);
 
 class ExpertParallel : public AxisShards {
  public:

@@ -68,7 +68,18 @@ std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& c, int t
     shards[b + "attn.wqkv.weight"] = {{(N + 2 * K) * H, D}, 0, qkv};
     if (gpt) shards[b + "attn.wqkv.bias"] = {{(N + 2 * K) * H}, 0, qkv};
     shards[b + "attn.wo.weight"] = {{D, N * H}, 1, {{q0, q0 + qn}}};
-    if (gpt) {
+    if (c.is_moe_layer(l)) {  // each expert's hidden units split, as the dense MLP's
+      const int64_t E = c.experts;
+      if (gpt) {
+        shards[b + "moe.w_in"] = {{E, F, D}, 1, rows(F)};
+        shards[b + "moe.b_in"] = {{E, F}, 1, rows(F)};
+        shards[b + "moe.w_out"] = {{E, D, F}, 2, rows(F)};
+      } else {
+        shards[b + "moe.w_gate"] = {{E, F, D}, 1, rows(F)};
+        shards[b + "moe.w_up"] = {{E, F, D}, 1, rows(F)};
+        shards[b + "moe.w_down"] = {{E, D, F}, 2, rows(F)};
+      }
+    } else if (gpt) {
       shards[b + "mlp.fc.weight"] = {{F, D}, 0, rows(F)};
       shards[b + "mlp.fc.bias"] = {{F}, 0, rows(F)};
       shards[b + "mlp.fc2.weight"] = {{D, F}, 1, rows(F)};
@@ -210,6 +221,14 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
     block->attn.add_forward_pre_hook(fused ? h.enter_fused : h.enter);
     if (fused) block->attn.wqkv.product = h.gathering_product;
     block->attn.wo.reduce_partial = h.leave;
+    if (block->moe) {
+      // Each expert's hidden units split: f on the tokens' way to the experts (the router
+      // reads the whole stream and gives every rank the same routing), g on the experts'
+      // row-parallel products. (Layout::validate refuses sequence parallelism here.)
+      block->moe->dispatch_input = h.enter;
+      block->moe->reduce_partial = h.leave;
+      continue;
+    }
     nn::Linear& row_parallel = block->mlp ? block->mlp->fc2 : block->swiglu->down;
     if (block->mlp) {
       block->mlp->add_forward_pre_hook(fused ? h.enter_fused : h.enter);
@@ -279,15 +298,21 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
       add(CollectiveOp::kPermute, activations / t, what + ", collective matmul step " + std::to_string(s));
     }
   };
-  const auto block_forward = [&](const std::string& b) {
+  // An MoE block's g sums the experts' padded output buffer [E, rows * C, D] instead.
+  const auto mlp_output = [&](int64_t l) {
+    return c.is_moe_layer(l) ? c.experts * rows * nn::expert_capacity(c, seq_len) * D : activations;
+  };
+  const auto block_forward = [&](int64_t l) {
+    const std::string b = ", block " + std::to_string(l);
     gather_into_matmul(true, "attention input" + b);
     leave(true, "attention output" + b);
     gather_into_matmul(gpt, "MLP input" + b);
-    leave(true, "MLP output" + b);
+    if (c.is_moe_layer(l)) add(CollectiveOp::kAllReduce, mlp_output(l), "experts' output" + b);
+    else leave(true, "MLP output" + b);
   };
   for (int m = 0; m < microbatches; ++m) {
     leave(true, "embedding");
-    for (int64_t l = 0; l < c.n_layers; ++l) block_forward(", block " + std::to_string(l));
+    for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
     enter(true, "head input");
     add(CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima");
     add(CollectiveOp::kAllReduce, 2 * tokens * kBytesPerFloat, "loss sums and target logits");
@@ -295,7 +320,7 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
     norm("final norm");
     for (int64_t l = c.n_layers - 1; l >= 0; --l) {
       const std::string b = ", block " + std::to_string(l);
-      if (c.remat != nn::Remat::None) block_forward(b);  // the recomputed forward communicates again
+      if (c.remat != nn::Remat::None) block_forward(l);  // the recomputed forward communicates again
       if (gpt) partial(D, "MLP output bias" + b);  // the bias is added after the reduce_scatter
       leave(false, "MLP output gradient" + b);
       enter(false, "MLP input gradient" + b);
