@@ -18,6 +18,11 @@ common=(--model llama-moe-tiny --capacity-factor 1.0 --batch 8 --steps 8 --warmu
 grep -Eq "comm \(expert\) [0-9.]+ ms \(predicted [0-9.]+ ms\) \| MoE aux [0-9.]+, dropped [0-9.]+%, expert load max/mean [0-9.]+" \
   "$dir/ep2.out" || { cat "$dir/ep2.out"; echo "FAIL: no MoE figures on the progress line"; exit 1; }
 grep -q '"moe_dropped_fraction"' "$dir/ep2.jsonl" || { echo "FAIL: no MoE figures in the JSONL"; exit 1; }
+# Per step on the expert axis: 2 MoE layers x 4 all_to_alls of E*S*C*D floats (4 experts,
+# 4 sequences per rank, ceil(1.0 * 16 * 2 / 4) = 8 slots, D 16: 8192 bytes), and the
+# gradient norm's one float.
+grep -q '"expert_comm_bytes": 65540[,}]' "$dir/ep2.jsonl" || { grep -o '"expert_comm_bytes": [^,]*' "$dir/ep2.jsonl";
+  echo "FAIL: expert axis bytes per step differ from the formula's 65540"; exit 1; }
 head -n 4 "$dir/ep2.jsonl" > "$dir/ep2_to_single.jsonl"
 "$train" "${common[@]}" --resume "$dir/ep2/ckpt_000004.h5" --metrics "$dir/ep2_to_single.jsonl" --ckpt-dir "$dir/a" > /dev/null
 head -n 4 "$dir/ep2.jsonl" > "$dir/ep2_to_ep4.jsonl"

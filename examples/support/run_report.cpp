@@ -117,11 +117,11 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::fflush(stdout);
 }
 
-double RunReport::measured_seconds_so_far(const std::string& group) const {
+const parallel::GroupTotals* RunReport::totals_of(const std::string& group) const {
   for (const parallel::GroupTotals& g : mesh_.context().trace.totals()) {
-    if (g.group == group) return g.measured;
+    if (g.group == group) return &g;
   }
-  return 0.0;
+  return nullptr;
 }
 
 void RunReport::moe(const nn::MoeStats& mine) {
@@ -151,9 +151,12 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   // Tensor and expert parallelism's collectives block inside forward and backward: all exposed.
   double blocked = 0;
   for (BlockingAxis& a : blocking_) {
-    const double total = measured_seconds_so_far(a.name);
+    const parallel::GroupTotals* g = totals_of(a.name);
+    const double total = g ? g->measured : 0.0, bytes = g ? static_cast<double>(g->bytes) : 0.0;
     a.last = total - a.seen;
     a.seen = total;
+    a.last_bytes = bytes - a.bytes_seen;
+    a.bytes_seen = bytes;
     a.sum += a.last;
     blocked += a.last;
   }
@@ -170,6 +173,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("exposed_comm_s", exposed_comm);
   for (const BlockingAxis& a : blocking_) {
     metrics.add(a.name + "_comm_s", a.last);
+    metrics.add(a.name + "_comm_bytes", a.last_bytes);
     metrics.add(a.name + "_comm_predicted_s", a.predicted);
   }
   if (moe_) {

@@ -59,8 +59,9 @@ class RunReport {
     double seen = 0;       // measured seconds up to the last step
     double sum = 0;        // over the current window
     double last = 0;       // the last step's
+    double bytes_seen = 0, last_bytes = 0;  // bytes sent: up to the last step, in it
   };
-  double measured_seconds_so_far(const std::string& group) const;  // from the trace's totals
+  const parallel::GroupTotals* totals_of(const std::string& group) const;  // the trace's, or nullptr
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
   const RunConfig& run_;
