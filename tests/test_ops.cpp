@@ -139,6 +139,13 @@ TEST_CASE("shape ops") {
   gradcheck([](V& in) { return ops::concat({in[0], in[1]}, 0); }, {x, random_tensor({1, 3, 4}, 2)});
   Tensor t = ops::transpose(x, 1, 2);
   CHECK(t.data()[1 * 12 + 2 * 3 + 1] == x.data()[1 * 12 + 1 * 4 + 2]);
+  // Swapping leading dims moves the trailing ones as contiguous runs: every element checked.
+  gradcheck([](V& in) { return ops::transpose(in[0], 0, 1); }, {x});
+  Tensor u = ops::transpose(x, 0, 1);  // [3, 2, 4]
+  REQUIRE(u.shape() == Shape{3, 2, 4});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) CHECK(u.data()[(j * 2 + i) * 4 + k] == x.data()[(i * 3 + j) * 4 + k]);
 }
 
 TEST_CASE("gradients of a shared input sum; backward frees the graph") {

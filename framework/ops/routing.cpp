@@ -54,17 +54,22 @@ Tensor dispatch(const Tensor& x, std::span<const int32_t> slots, int64_t k, int6
   check_slots(slots, N, k, rows);
   std::vector<int32_t> kept(slots.begin(), slots.end());
   Tensor out = Tensor::zeros({rows, D});
+  // Each kept choice fills its own slot: the loops below parallelise over tokens safely.
+#pragma omp parallel for if (N * k * D > 65536)
   for (int64_t i = 0; i < N * k; ++i) {
     if (kept[i] >= 0) std::memcpy(out.data() + kept[i] * D, x.data() + (i / k) * D, D * sizeof(float));
   }
   return record(out, "dispatch", {x}, [kept = std::move(kept), shape = x.shape(), N, D, k](const Tensor& go) {
     Tensor gx = Tensor::zeros(shape);
-    for (int64_t i = 0; i < N * k; ++i) {
-      if (kept[i] < 0) continue;
-      const float* g = go.data() + kept[i] * D;
-      float* o = gx.data() + (i / k) * D;
+#pragma omp parallel for if (N * k * D > 65536)
+    for (int64_t t = 0; t < N; ++t) {
+      for (int64_t i = t * k; i < (t + 1) * k; ++i) {
+        if (kept[i] < 0) continue;
+        const float* g = go.data() + kept[i] * D;
+        float* o = gx.data() + t * D;
 #pragma omp simd
-      for (int64_t d = 0; d < D; ++d) o[d] += g[d];
+        for (int64_t d = 0; d < D; ++d) o[d] += g[d];
+      }
     }
     return std::vector<Tensor>{gx};
   });
@@ -76,16 +81,20 @@ Tensor combine(const Tensor& y, const Tensor& gates, std::span<const int32_t> sl
   check_slots(slots, N, k, y.dim(0));
   std::vector<int32_t> kept(slots.begin(), slots.end());
   Tensor out = Tensor::zeros({N, D});
-  for (int64_t i = 0; i < N * k; ++i) {
-    if (kept[i] < 0) continue;
-    const float g = gates.data()[i];
-    const float* in = y.data() + kept[i] * D;
-    float* o = out.data() + (i / k) * D;
+#pragma omp parallel for if (N * k * D > 65536)
+  for (int64_t t = 0; t < N; ++t) {
+    for (int64_t i = t * k; i < (t + 1) * k; ++i) {
+      if (kept[i] < 0) continue;
+      const float g = gates.data()[i];
+      const float* in = y.data() + kept[i] * D;
+      float* o = out.data() + t * D;
 #pragma omp simd
-    for (int64_t d = 0; d < D; ++d) o[d] += g * in[d];
+      for (int64_t d = 0; d < D; ++d) o[d] += g * in[d];
+    }
   }
   return record(out, "combine", {y, gates}, [y, gates, kept = std::move(kept), N, D, k](const Tensor& go) {
     Tensor gy = Tensor::zeros(y.shape()), gg = Tensor::zeros(gates.shape());
+#pragma omp parallel for if (N * k * D > 65536)
     for (int64_t i = 0; i < N * k; ++i) {
       if (kept[i] < 0) continue;
       const float g = gates.data()[i];

@@ -49,17 +49,21 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
   std::swap(out_shape[dim0], out_shape[dim1]);
   Tensor y = Tensor::empty(out_shape);
   // Walk the output in order; map each index back to the input by swapping two coords.
-  const int n = x.ndim();
-  std::vector<int64_t> in_stride(n, 1);
+  // The dims after the later of the two stay in place: they move as contiguous runs.
+  const int n = std::max(dim0, dim1) + 1;
+  int64_t run = 1;
+  for (int i = n; i < x.ndim(); ++i) run *= x.dim(i);
+  std::vector<int64_t> in_stride(n, run);
   for (int i = n - 2; i >= 0; --i) in_stride[i] = in_stride[i + 1] * x.dim(i + 1);
   std::swap(in_stride[dim0], in_stride[dim1]);
   std::vector<int64_t> idx(n, 0);
   const float* src = x.data();
   float* dst = y.data();
-  for (int64_t k = 0, total = y.numel(); k < total; ++k) {
+  for (int64_t k = 0, total = y.numel(); k < total; k += run) {
     int64_t off = 0;
     for (int i = 0; i < n; ++i) off += idx[i] * in_stride[i];
-    dst[k] = src[off];
+    if (run == 1) dst[k] = src[off];
+    else std::memcpy(dst + k, src + off, run * sizeof(float));
     for (int i = n - 1; i >= 0 && ++idx[i] == out_shape[i]; --i) idx[i] = 0;
   }
   return record(y, "transpose", {x}, [dim0, dim1](const Tensor& gy) {
