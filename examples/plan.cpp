@@ -257,6 +257,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
                         .set("dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute))
                         .set("tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute))
                         .set("fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute));
+  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
+  if (c.model.experts > 0) {
+    conditions.set("moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k));
+  }
   const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
   conditions.set("fsdp_tp_x_opt", split.x_opt);
   Json ranked = Json::array(), skipped = Json::object();
@@ -265,7 +269,14 @@ int cmd_train(const cxxopts::ParseResult& a) {
                      " tokens per chip; DP/FSDP compute-bound above " +
                      human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
                      human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
-                     human(split.x_opt, "") + "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
+                     human(split.x_opt, "") +
+                     (c.model.experts > 0
+                          ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
+                                human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +
+                                human(moe_critical_batch(dense_critical, c.model.experts, c.model.top_k), "") +
+                                " per chip"
+                          : std::string()) +
+                     "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
                      std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
   for (int i = 0; i < top; ++i) {
     const PlanEntry& e = plan.ranked[i];

@@ -83,6 +83,7 @@ void add_model_flags(cxxopts::Options& o) {
       ("kv-heads", "K", cxxopts::value<int64_t>())("head-dim", "H (default D/N)", cxxopts::value<int64_t>())
       ("vocab", "V", cxxopts::value<int64_t>())("context", "T (suffixes ok)", cxxopts::value<std::string>())
       ("experts", "E (0 = dense)", cxxopts::value<int64_t>())("top-k", "experts per token", cxxopts::value<int64_t>())
+      ("moe-every", "every n-th layer has experts (the rest a dense MLP)", cxxopts::value<int64_t>())
       ("gelu", "plain GELU MLP (2 matrices) instead of SwiGLU")("tied", "tie input and output embeddings");
 }
 
@@ -103,6 +104,7 @@ TransformerShape model_from(const cxxopts::ParseResult& a) {
   };
   take("layers", s.layers), take("d-model", s.d_model), take("d-ff", s.d_ff), take("heads", s.heads);
   take("kv-heads", s.kv_heads), take("vocab", s.vocab), take("experts", s.experts), take("top-k", s.top_k);
+  take("moe-every", s.moe_every);
   if (!a.count("kv-heads") && preset.empty()) s.kv_heads = s.heads;
   if (a.count("head-dim")) {
     s.head_dim = a["head-dim"].as<int64_t>();

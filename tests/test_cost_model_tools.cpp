@@ -6,8 +6,11 @@
 #include <fstream>
 
 #include "framework/error.h"
+#include "framework/nn/transformer.h"
 #include "parallel/cost/json.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/strategies.h"
+#include "parallel/cost/transformer.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;
@@ -149,4 +152,34 @@ TEST_CASE("json: nested values, escaping, non-finite numbers") {
   Json j = Json::object();
   j.set("a", 1.5).set("s", "q\"\n").set("list", Json::array().push(1).push(true)).set("inf", 1.0 / 0.0);
   CHECK(j.dump(0) == "{\"a\":1.5,\"s\":\"q\\\"\\u000a\",\"list\":[1,true],\"inf\":null}");
+}
+
+TEST_CASE("MoE parameter counts match the model train_gpt builds, and the E/k batch condition") {
+  for (const char* preset : {"gpt-moe-tiny", "llama-moe-tiny", "llama-moe-small"}) {
+    for (int64_t every : {1, 2}) {
+      nn::ModelConfig c = nn::ModelConfig::preset(preset);
+      c.moe_every = every;
+      INFO(std::string(preset) << ", MoE every " << every << " layers");
+      nn::DeferParameters defer;  // shapes only: costs no memory
+      nn::Transformer model(c);
+      const ParamCounts p = count_params(shape_of(c));
+      CHECK(p.total == static_cast<double>(model.num_parameters()));
+      double experts = 0;  // the stacked expert weights the model holds
+      for (const auto& block : model.blocks) {
+        if (!block->moe) continue;
+        for (const auto& [name, t] : block->moe->named_parameters()) {
+          if (name.rfind("router.", 0) != 0) experts += static_cast<double>(t.numel());
+        }
+      }
+      CHECK(p.experts == experts);
+      CHECK(p.active == doctest::Approx(p.total - experts * (c.experts - c.top_k) / c.experts));
+    }
+  }
+  // Mixtral 8x7B: 46.7B parameters, 12.9B active per token (2 of 8 experts).
+  const ParamCounts mixtral = count_params(model_preset("mixtral-8x7b"));
+  CHECK(mixtral.total == doctest::Approx(46.7e9).epsilon(0.01));
+  CHECK(mixtral.active == doctest::Approx(12.9e9).epsilon(0.01));
+  // Each expert sees k/E of the tokens: a critical batch of 850 per chip becomes 3400 at E=8, k=2.
+  CHECK(moe_critical_batch(850, 8, 2) == doctest::Approx(3400));
+  CHECK(moe_critical_batch(850, 0, 1) == doctest::Approx(850));  // dense: unchanged
 }

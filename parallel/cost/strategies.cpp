@@ -13,6 +13,11 @@ double dp_critical_batch(const HardwareProfile& hw, int axes, bool across_nodes,
   return peak_flops(hw, compute) / allgather_bandwidth(hw, axes, across_nodes);
 }
 
+double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k) {
+  return experts > 0 ? dense_critical_batch * static_cast<double>(experts) / static_cast<double>(top_k)
+                     : dense_critical_batch;
+}
+
 double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes, DType compute) {
   return axes * static_cast<double>(d_ff) * allgather_bandwidth(hw, 1) / peak_flops(hw, compute);
 }
@@ -129,7 +134,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const double layers_per_stage = m.layers / pp;
   const double replicas = static_cast<double>(l.data) * l.fsdp * l.expert;
   const double tokens_per_replica = c.batch_tokens / replicas;
-  const double expert_params = m.experts > 0 ? p.mlp : 0;
+  const double expert_params = p.experts;
   const double dense_params = p.total - expert_params;
   const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
   const double act_bytes = bytes_of(c.precision.activations);
@@ -162,10 +167,12 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
   add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
       mb_tokens_group * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
-  if (m.experts > 0)
+  if (m.experts > 0) {  // the MoE layers of a stage only
+    const double moe_layers_per_stage = layers_per_stage * m.moe_layers() / m.layers;
     add(expert, CollectiveOp::kAllToAll, "all_to_all(tokens) dispatch+combine",
         mb_tokens_group * e * m.top_k * m.d_model * act_bytes / t,
-        static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+        static_cast<int>(2 * remat_passes * moe_layers_per_stage * mb));
+  }
   if (l.pipe > 1) {  // a send of one microbatch's activations = an all_gather of 2 shards
     const double send = mb_tokens_group * m.d_model * act_bytes;
     const CollectiveCost one = axis_collective(CollectiveOp::kAllGather, 2 * send, 2, pipe.inner, chips, hw);

@@ -28,6 +28,10 @@ namespace shardlab::cost {
 // the result by node_size).
 double dp_critical_batch(const HardwareProfile& hw, int axes = 1, bool across_nodes = false,
                          DType compute = DType::kBf16);
+// An MoE layer's experts each see k/E of the tokens, so every per-chip batch condition on
+// their weights (DP/FSDP traffic hidden, the matmuls compute-bound) needs E/k times the
+// dense layer's batch: critical_batch x E / k.
+double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k);
 // Largest tensor-parallel degree that stays compute-bound: M_Y F W / C.
 double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes = 1, DType compute = DType::kBf16);
 // Tokens per chip above which FSDP + TP stays compute-bound: (C/W)^2 / (M_X M_Y F).

@@ -67,6 +67,8 @@ void TransformerShape::validate() const {
     throw UserError("kv_heads K=" + std::to_string(kv_heads) + " must divide heads N=" + std::to_string(heads));
   if (experts < 0 || (experts > 0 && (top_k < 1 || top_k > experts)))
     throw UserError("top_k=" + std::to_string(top_k) + " must be in [1, experts=" + std::to_string(experts) + "]");
+  if (experts > 0 && (moe_every < 1 || moe_every > layers))
+    throw UserError("moe_every=" + std::to_string(moe_every) + " must be in [1, layers=" + std::to_string(layers) + "]");
 }
 
 std::string TransformerShape::describe() const {
@@ -74,6 +76,7 @@ std::string TransformerShape::describe() const {
   out << (name.empty() ? "custom" : name) << ": L=" << layers << " D=" << d_model << " F=" << d_ff
       << " N=" << heads << " K=" << kv_heads << " H=" << head_dim << " V=" << vocab << " T=" << context;
   if (experts > 0) out << " E=" << experts << " top_k=" << top_k;
+  if (experts > 0 && moe_every > 1) out << " moe_every=" << moe_every;
   out << (gated_mlp ? " gated-mlp" : " gelu-mlp") << (tied_embeddings ? " tied" : "");
   return out.str();
 }
@@ -117,6 +120,9 @@ TransformerShape shape_of(const nn::ModelConfig& c) {
   s.bias = gpt;
   s.tied_embeddings = gpt;
   s.learned_positions = gpt ? c.context : 0;
+  s.experts = c.experts;
+  s.top_k = c.top_k;
+  s.moe_every = c.moe_every;
   return s;
 }
 
@@ -127,18 +133,18 @@ ParamCounts count_params(const TransformerShape& s) {
   ParamCounts p;
   p.attention = l * (2 * d * q + 2 * d * kv + (s.bias ? q + 2 * kv + d : 0));
   const double expert = (s.gated_mlp ? 3 : 2) * d * f + (s.bias ? (s.gated_mlp ? 2 * f : f) + d : 0);
-  const double experts = s.experts > 0 ? s.experts : 1;
-  const double active_experts = s.experts > 0 ? s.top_k : 1;
-  p.mlp = l * expert * experts;
-  p.router = s.experts > 0 ? l * d * s.experts : 0;
+  const double moe = static_cast<double>(s.moe_layers()), dense = l - moe;
+  p.experts = moe * expert * s.experts;
+  p.mlp = dense * expert + p.experts;
+  p.router = moe * d * s.experts;
   p.norms = (2 * l + 1) * norm_params(s);
   p.embedding = s.vocab * d;
   p.unembedding = s.tied_embeddings ? 0 : s.vocab * d;
   p.positions = s.learned_positions * d;
   p.total = p.attention + p.mlp + p.router + p.norms + p.embedding + p.unembedding + p.positions;
-  p.active = p.total - l * expert * (experts - active_experts);
+  p.active = p.total - moe * expert * (s.experts - s.top_k);
   // The embedding lookup is a gather, not a matmul; the output projection is one (tied or not).
-  p.matmul = p.attention + l * expert * active_experts + p.router + s.vocab * d;
+  p.matmul = p.attention + dense * expert + moe * expert * s.top_k + p.router + s.vocab * d;
   return p;
 }
 

@@ -32,12 +32,14 @@ struct TransformerShape {
   int64_t context = 0;   // T used for attention FLOPs (training / prefill length)
   int64_t experts = 0;   // E; 0 = dense MLP
   int64_t top_k = 1;     // experts per token when E > 0
+  int64_t moe_every = 1; // layers moe_every-1, 2 moe_every-1, ... have experts; the rest a dense MLP
   int64_t learned_positions = 0;  // rows of a learned position table (GPT-2); 0 = RoPE
   bool gated_mlp = true;       // SwiGLU (3 matrices) vs GELU (2)
   bool layer_norm = false;     // LayerNorm (weight + bias) vs RMSNorm (weight)
   bool bias = false;           // biases on every linear layer (GPT-2)
   bool tied_embeddings = false;
 
+  int64_t moe_layers() const { return experts > 0 ? layers / moe_every : 0; }
   // Throws UserError naming a non-positive size or K not dividing N.
   void validate() const;
   std::string describe() const;  // one line, e.g. "llama3-70b: L=80 D=8192 ..."
@@ -49,10 +51,12 @@ std::vector<std::string> model_preset_names();
 // The shape of a framework model config (what train_gpt builds).
 TransformerShape shape_of(const nn::ModelConfig& config);
 
-// Parameter counts. For MoE `mlp` holds all E experts; `active` counts k of them.
+// Parameter counts. For MoE `mlp` holds all E experts of the MoE layers (and the dense
+// layers' MLPs); `active` counts k of the E.
 struct ParamCounts {
   double attention = 0;    // Q, K, V, O projections (+ biases), all layers
   double mlp = 0;          // MLP or experts, all layers
+  double experts = 0;      // of mlp, the MoE layers' experts (what expert parallelism splits)
   double router = 0;       // D x E per MoE layer
   double norms = 0;        // per-layer and final norms
   double embedding = 0;    // token table V x D (also the output layer when tied)
