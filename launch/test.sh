@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (installs missing packages, builds) and runs the whole test suite through CTest.
-#   launch/test.sh              the suite (CI runs this)
+#   launch/test.sh              the suite (CI runs this); tests labelled `long` are left out
 #   launch/test.sh --sanitize   the same suite built with ASan + UBSan in build-sanitize/
+#   launch/test.sh --long       the suite with the long tests (--long -L long: those alone)
 # Further arguments go to ctest (e.g. -R pipeline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   # would be theirs. Any other ASan or UBSan report fails the test that triggered it.
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+long=(-LE long)
+if [ "${1:-}" = "--long" ]; then
+  shift
+  long=()
+fi
 bash launch/setup.sh "$build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "${long[@]}" "$@"

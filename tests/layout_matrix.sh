@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# layout_matrix.sh [--cover] TRAIN_GPT MPIEXEC...: every layout trains the model one process
+# trains. Each mesh of data, fsdp, pipe, expert and tensor axes of sizes 1 or 2 on 2, 4 and
+# 8 ranks (MAX_RANKS=32: all five axes at once, 16 and 32 ranks too) -- expert only for the MoE model, fsdp with ZeRO-3 and hybrid ZeRO-2 -- is crossed
+# with the models (gpt-tiny, llama-tiny, llama-moe-tiny), the ZeRO stages its axes allow,
+# and, in turn, a remat policy, a pipeline schedule and sequence parallelism where they
+# apply. Each run's 6 losses must be within 1e-4 relative of the single process's on the
+# same global batch (16 sequences x 16 tokens, 2 microbatches). Prints one line per run
+# and a table of passes per rank count; exits non-zero if any run differs or fails.
+# --cover runs a representative cover (every axis, every ZeRO stage, each model, at 2, 4 and
+# 8 ranks: the default CTest suite's), without it the whole matrix (ctest -L matrix).
+set -uo pipefail
+cover=0
+if [ "${1:-}" = "--cover" ]; then cover=1; shift; fi
+train=$1; shift
+mpiexec=("$@")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export OMP_NUM_THREADS=1
+common=(--batch 16 --grad-accum 2 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
+        --log-every 100 --threads 1 --heads 4)
+model_flags() {  # the three models, all with 4 query heads so that tensor=2 divides them
+  case $1 in
+    gpt) echo "--model gpt-tiny --kv-heads 4" ;;
+    llama) echo "--model llama-tiny" ;;
+    moe) echo "--model llama-moe-tiny --capacity-factor 1.0" ;;
+  esac
+}
+losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
+
+for model in gpt llama moe; do
+  # shellcheck disable=SC2046
+  "$train" "${common[@]}" $(model_flags $model) --metrics "$dir/ref_$model.jsonl" --ckpt-dir "$dir/ckpt" > /dev/null ||
+    { echo "FAIL: the single-process $model run"; exit 1; }
+done
+
+declare -A passed total
+failures=0
+i=0
+run_case() {  # run_case MODEL MESH ZERO EXTRA...
+  local model=$1 mesh=$2 zero=$3; shift 3
+  local ranks=1 axis
+  for axis in ${mesh//,/ }; do ranks=$((ranks * ${axis#*=})); done
+  local name="$model $mesh zero=$zero $*"
+  local m="$dir/run$i.jsonl"
+  i=$((i + 1))
+  total[$ranks]=$(( ${total[$ranks]:-0} + 1 ))
+  # shellcheck disable=SC2046
+  if ! timeout 300 "${mpiexec[@]}" -n "$ranks" "$train" "${common[@]}" $(model_flags "$model") --mesh "$mesh" \
+      --zero "$zero" "$@" --metrics "$m" --ckpt-dir "$dir/ckpt" > "$dir/out" 2>&1; then
+    echo "FAIL  $name: exit non-zero"; tail -3 "$dir/out"; failures=$((failures + 1)); return
+  fi
+  local worst
+  worst=$(paste <(losses "$dir/ref_$model.jsonl") <(losses "$m") |
+          awk '{d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d; n++} END {if (n != 6) print 1; else printf "%.1e", w}')
+  if awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
+    passed[$ranks]=$(( ${passed[$ranks]:-0} + 1 ))
+    printf "ok    %-60s worst loss difference %s\n" "$name" "$worst"
+  else
+    echo "FAIL  $name: worst relative loss difference $worst"; failures=$((failures + 1))
+  fi
+}
+
+# The meshes: every choice of sizes in {1, 2} for the five axes with 2, 4 or 8 ranks.
+meshes=()
+for d in 1 2; do for f in 1 2; do for p in 1 2; do for e in 1 2; do for t in 1 2; do
+  n=$((d * f * p * e * t))
+  [ $n -ge 2 ] && [ $n -le "${MAX_RANKS:-8}" ] || continue
+  spec=""
+  for kv in data=$d fsdp=$f pipe=$p expert=$e tensor=$t; do
+    [ "${kv#*=}" = 2 ] && spec="$spec${spec:+,}$kv"
+  done
+  meshes+=("$spec")
+done; done; done; done; done
+
+remats=(none full save-matmul)
+schedules=(1f1b gpipe zero-bubble)
+k=0 index=0
+for mesh in "${meshes[@]}"; do
+  index=$((index + 1))
+  for model in gpt llama moe; do
+    [[ $mesh == *expert* && $model != moe ]] && continue
+    zeros=()
+    for zero in 0 1 2 3; do
+      [[ $mesh == *pipe* && $zero == 3 ]] && continue   # refused: ZeRO-3 would gather per microbatch
+      [[ $mesh == *fsdp* && $zero -lt 2 ]] && continue  # an fsdp axis shards: hybrid ZeRO-2, or 3
+      zeros+=("$zero")
+    done
+    for zero in "${zeros[@]}"; do
+      k=$((k + 1))
+      if [ $cover = 1 ]; then  # per mesh one model (MoE where there is an expert axis) and one stage
+        want=moe
+        [[ $mesh != *expert* ]] && { [ $((index % 2)) = 1 ] && want=gpt || want=llama; }
+        [ "$model" = "$want" ] && [ "$zero" = "${zeros[index % ${#zeros[@]}]}" ] || continue
+      fi
+      extra=(--remat "${remats[k % 3]}")
+      [[ $mesh == *pipe* ]] && extra+=(--pp-schedule "${schedules[k % 3]}")
+      # Sequence parallelism: dense models (MoE routes whole sequences), no pipe axis (refused).
+      [[ $mesh == *tensor* && $mesh != *pipe* && $model != moe && $((k % 2)) == 0 ]] && extra+=(--sequence-parallel)
+      run_case "$model" "$mesh" "$zero" "${extra[@]}"
+    done
+  done
+done
+
+echo "ranks  passed/runs"
+for n in 2 4 8 16 32; do
+  [ -n "${total[$n]:-}" ] || continue
+  printf "%5d  %d/%d\n" "$n" "${passed[$n]:-0}" "${total[$n]:-0}"
+done
+[ $failures = 0 ] || { echo "$failures layouts differ from the single process"; exit 1; }
+echo "ok: every layout trains the single process's model"
