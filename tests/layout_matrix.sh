@@ -17,16 +17,9 @@ mpiexec=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export OMP_NUM_THREADS=1
+source "$(dirname "$0")/matrix_common.sh"  # model_flags, losses, meshes, ranks_of, models_of, zeros_of
 common=(--batch 16 --grad-accum 2 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
-        --log-every 100 --threads 1 --heads 4)
-model_flags() {  # the three models, all with 4 query heads so that tensor=2 divides them
-  case $1 in
-    gpt) echo "--model gpt-tiny --kv-heads 4" ;;
-    llama) echo "--model llama-tiny" ;;
-    moe) echo "--model llama-moe-tiny --capacity-factor 1.0" ;;
-  esac
-}
-losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
+        --log-every 100 --threads 1)
 
 for model in gpt llama moe; do
   # shellcheck disable=SC2046
@@ -39,8 +32,8 @@ failures=0
 i=0
 run_case() {  # run_case MODEL MESH ZERO EXTRA...
   local model=$1 mesh=$2 zero=$3; shift 3
-  local ranks=1 axis
-  for axis in ${mesh//,/ }; do ranks=$((ranks * ${axis#*=})); done
+  local ranks
+  ranks=$(ranks_of "$mesh")
   local name="$model $mesh zero=$zero $*"
   local m="$dir/run$i.jsonl"
   i=$((i + 1))
@@ -61,31 +54,13 @@ run_case() {  # run_case MODEL MESH ZERO EXTRA...
   fi
 }
 
-# The meshes: every choice of sizes in {1, 2} for the five axes with 2, 4 or 8 ranks.
-meshes=()
-for d in 1 2; do for f in 1 2; do for p in 1 2; do for e in 1 2; do for t in 1 2; do
-  n=$((d * f * p * e * t))
-  [ $n -ge 2 ] && [ $n -le "${MAX_RANKS:-8}" ] || continue
-  spec=""
-  for kv in data=$d fsdp=$f pipe=$p expert=$e tensor=$t; do
-    [ "${kv#*=}" = 2 ] && spec="$spec${spec:+,}$kv"
-  done
-  meshes+=("$spec")
-done; done; done; done; done
-
 remats=(none full save-matmul)
 schedules=(1f1b gpipe zero-bubble)
 k=0 index=0
-for mesh in "${meshes[@]}"; do
+for mesh in $(meshes); do
   index=$((index + 1))
-  for model in gpt llama moe; do
-    [[ $mesh == *expert* && $model != moe ]] && continue
-    zeros=()
-    for zero in 0 1 2 3; do
-      [[ $mesh == *pipe* && $zero == 3 ]] && continue   # refused: ZeRO-3 would gather per microbatch
-      [[ $mesh == *fsdp* && $zero -lt 2 ]] && continue  # an fsdp axis shards: hybrid ZeRO-2, or 3
-      zeros+=("$zero")
-    done
+  for model in $(models_of "$mesh"); do
+    read -r -a zeros <<< "$(zeros_of "$mesh" | tr '\n' ' ')"
     for zero in "${zeros[@]}"; do
       k=$((k + 1))
       if [ $cover = 1 ]; then  # per mesh one model (MoE where there is an expert axis) and one stage
