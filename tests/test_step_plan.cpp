@@ -1,4 +1,4 @@
-// The dry-run plan (step_plan.h): every data-parallel layout's plan, made from parameter
+// The dry-run plan (step_plan.h): every data- and expert-parallel layout's plan, made from parameter
 // shapes alone, equals the collectives a real step then issues, entry for entry and in
 // order; and ranks whose plans differ are stopped with an error naming where.
 #include <doctest/doctest.h>
@@ -29,10 +29,10 @@ using shardlab::testing::world_size;
 namespace {
 
 // One training step as train_gpt runs it, with the trace on; its collectives in issue order.
-std::vector<CommRecord> run_step(const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
+std::vector<CommRecord> run_step(const Mesh& mesh, const ParallelConfig& config, int microbatches,
+                                 std::unique_ptr<nn::Transformer> model = deferred_tiny()) {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});
-  const auto model = deferred_tiny();
-  auto dp = parallelize(*model, mesh, {.data = config});
+  auto dp = parallelize(*model, mesh, config);
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(task.train(), 8, 16, axes.all->rank(), axes.all->size());
   const data::Batch batch = loader.next();
@@ -66,7 +66,7 @@ TEST_CASE("every layout's plan is the collectives a real step issues, in order")
           const int64_t params_before = MemoryTracker::live(MemoryCategory::Parameters);
           const StepPlan plan = plan_step(*model, mesh, {.data = config}, {.batch = 8, .seq_len = 16, .microbatches = microbatches});
           CHECK(MemoryTracker::live(MemoryCategory::Parameters) == params_before);  // nothing allocated
-          const std::vector<CommRecord> ran = run_step(mesh, config, microbatches);
+          const std::vector<CommRecord> ran = run_step(mesh, {.data = config}, microbatches);
           REQUIRE(ran.size() == plan.size());
           for (size_t i = 0; i < plan.size(); ++i) {
             CAPTURE(i);
@@ -77,6 +77,48 @@ TEST_CASE("every layout's plan is the collectives a real step issues, in order")
           }
           check_plan_agreement(mesh, plan);  // the same code everywhere: no error
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("expert-parallel plans are the all_to_alls and reductions a real step issues, group by group") {
+  const int n = world_size();
+  if (n == 1) return;
+  std::vector<std::string> specs{"data=1,expert=" + std::to_string(n)};
+  if (n == 4) specs.push_back("data=2,expert=2");
+  for (const std::string& spec : specs) {
+    Mesh mesh(MPI_COMM_WORLD, spec);
+    for (int zero = 0; zero <= 3; ++zero) {
+      for (nn::Remat remat : {nn::Remat::None, nn::Remat::Full}) {
+        CAPTURE(spec);
+        CAPTURE(zero);
+        ParallelConfig config;
+        config.data.zero = zero;
+        config.data.bucket_mb = 0.01;
+        nn::ModelConfig c = nn::ModelConfig::preset("llama-moe-tiny");
+        c.remat = remat;
+        const auto deferred = [&] {
+          nn::DeferParameters defer;
+          return std::make_unique<nn::Transformer>(c);
+        };
+        const StepPlan plan = plan_step(*deferred(), mesh, config, {.batch = 8, .seq_len = 16, .microbatches = 2});
+        const std::vector<CommRecord> ran = run_step(mesh, config, 2, deferred());
+        // Collectives on different groups run in parallel: the order that counts is each group's.
+        for (const std::string& group : {std::string("expert"), DataAxes::of(mesh).all->name()}) {
+          CAPTURE(group);
+          std::vector<const PlannedCollective*> planned;
+          std::vector<const CommRecord*> issued;
+          for (const auto& e : plan) if (e.group == group) planned.push_back(&e);
+          for (const auto& e : ran) if (e.group == group) issued.push_back(&e);
+          REQUIRE(issued.size() == planned.size());
+          for (size_t i = 0; i < planned.size(); ++i) {
+            CAPTURE(planned[i]->what);
+            CHECK(issued[i]->op == planned[i]->op);
+            CHECK(issued[i]->bytes == planned[i]->bytes);
+          }
+        }
+        check_plan_agreement(mesh, plan);
       }
     }
   }
