@@ -14,10 +14,7 @@ cover=0
 if [ "${1:-}" = "--cover" ]; then cover=1; shift; fi
 train=$1; shift
 mpiexec=("$@")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export OMP_NUM_THREADS=1
-source "$(dirname "$0")/matrix_common.sh"  # model_flags, losses, meshes, ranks_of, models_of, zeros_of
+source "$(dirname "$0")/matrix_common.sh"  # dir; model_flags, losses, meshes, ranks_of, models_of, zeros_of
 common=(--batch 16 --grad-accum 2 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
         --log-every 100 --threads 1)
 

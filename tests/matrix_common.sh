@@ -1,5 +1,6 @@
 # Shell helpers for the layout-matrix tests (source it): the models every layout trains,
-# the meshes, and what each mesh allows.
+# the meshes, and what each mesh allows. Sourcing it also makes $dir, a directory removed
+# on exit, and runs the ranks single-threaded.
 #
 # model_flags MODEL   train_gpt flags of gpt, llama or moe (all with 4 query heads, so that
 #                     tensor=2 divides them)
@@ -43,3 +44,7 @@ zeros_of() {
     echo "$zero"
   done
 }
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export OMP_NUM_THREADS=1

@@ -9,10 +9,7 @@ set -uo pipefail
 train=$1; shift
 pairs=${PAIRS:-20} seed=${SEED:-1}
 mpiexec=("$@")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export OMP_NUM_THREADS=1
-source "$(dirname "$0")/matrix_common.sh"  # model_flags, losses, meshes, ranks_of, models_of, zeros_of
+source "$(dirname "$0")/matrix_common.sh"  # dir; model_flags, losses, meshes, ranks_of, models_of, zeros_of
 common=(--batch 16 --grad-accum 2 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
         --log-every 100 --threads 1 --ckpt-every 3)
 mapfile -t all < <(meshes)

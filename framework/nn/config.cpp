@@ -49,19 +49,15 @@ const std::map<std::string, ModelConfig>& presets() {
     // Mixture-of-experts variants: Switch-style top-1 for GPT, Mixtral-style top-2 for
     // LLaMA. llama-moe-small's 8 experts of F/2 give each token the MLP FLOPs of
     // llama-small (2 of them active): the dense model of the same active parameters.
-    ModelConfig gpt_moe = tiny;
-    gpt_moe.experts = 4;
-    gpt_moe.top_k = 1;
-    m["gpt-moe-tiny"] = gpt_moe;
-    ModelConfig llama_moe = llama_tiny;
-    llama_moe.experts = 4;
-    llama_moe.top_k = 2;
-    m["llama-moe-tiny"] = llama_moe;
-    ModelConfig llama_moe_small = llama;
-    llama_moe_small.experts = 8;
-    llama_moe_small.top_k = 2;
-    llama_moe_small.d_ff = llama.d_ff / 2;
-    m["llama-moe-small"] = llama_moe_small;
+    const auto with_experts = [](ModelConfig c, int64_t experts, int64_t k, int64_t d_ff) {
+      c.experts = experts;
+      c.top_k = k;
+      c.d_ff = d_ff;
+      return c;
+    };
+    m["gpt-moe-tiny"] = with_experts(tiny, 4, 1, tiny.d_ff);
+    m["llama-moe-tiny"] = with_experts(llama_tiny, 4, 2, llama_tiny.d_ff);
+    m["llama-moe-small"] = with_experts(llama, 8, 2, llama.d_ff / 2);
     return m;
   }();
   return p;
