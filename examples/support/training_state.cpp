@@ -68,11 +68,24 @@ void check_writable_file(const std::string& path, const std::string& flag) {
   if (!existed) std::remove(path.c_str());
 }
 
+// Removes what checkpoint writes that never finished left in `dir` (<name>.h5.tmp: a
+// process killed mid-write; the complete checkpoints beside them are untouched).
+void remove_interrupted_writes(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("ckpt_", 0) != 0 || !name.ends_with(".h5.tmp")) continue;
+    std::filesystem::remove(entry.path(), error);
+    std::printf("removed %s: a checkpoint write that did not finish\n", entry.path().string().c_str());
+  }
+}
+
 }  // namespace
 
 void prepare_output_paths(const RunConfig& run, bool logs) {
   check_writable_directory(run.ckpt_dir, "--ckpt-dir");
   if (!logs) return;
+  remove_interrupted_writes(run.ckpt_dir);
   check_writable_file(run.metrics, "--metrics");
   check_writable_file(run.trace, "--trace");
 }

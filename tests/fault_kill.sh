@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# fault_kill.sh TRAIN_GPT MPIEXEC... : train_gpt survives being killed.
+#
+# 1. kill -9 during checkpoint writes (TRIALS each, default 5; a checkpoint every step, so
+#    most kills land inside a write): on 1 rank, and on 2 ranks with ZeRO-3 where one
+#    rank is killed. After each kill the newest complete checkpoint loads (--resume
+#    latest), the next start removes the interrupted write's .tmp file, and the resumed
+#    run's losses equal the uninterrupted run's bit for bit.
+# 2. SIGSTOP of one rank of a 2-rank job with --collective-timeout 3: the other rank's
+#    watchdog ends the job, non-zero, within 30 s, naming the collective it waited in.
+# 3. kill -9 of one rank of a 2-rank job: the job ends non-zero within 30 s.
+# Prints what it measured (kills that landed mid-write, seconds to exit).
+set -uo pipefail
+train=$1; shift
+mpiexec=("$@")
+trials=${TRIALS:-5}
+dir=$(mktemp -d)
+trap 'pkill -9 -f "$dir" 2> /dev/null; rm -rf "$dir"' EXIT
+export OMP_NUM_THREADS=1
+common=(--model gpt-small --batch 4 --seq-len 32 --steps 40 --warmup 1 --eval-every 0 --eval-batches 1
+        --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+losses() { grep -o '"step": [0-9]*\|"loss": [^,]*' "$1" | paste - - | awk '{print $2, $4}'; }
+RANDOM=7
+
+# The pids of train_gpt processes whose environment holds TAG (SHARDLAB_FAULT_TAG=...), and
+# of those the one of rank R.
+tagged_pids() {
+  local pid env
+  for pid in $(pgrep -f "$train"); do
+    env=$(tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null) || continue
+    grep -qx "$1" <<< "$env" && echo "$pid"
+  done
+}
+rank_pid() {
+  local pid
+  for pid in $(tagged_pids "$1"); do
+    tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$pid"; return; }
+  done
+}
+
+kill_during_writes() {  # kill_during_writes NAME RANKS ARGS...
+  local name=$1 n=$2; shift 2
+  local ref="$dir/$name-ref"
+  "${mpiexec[@]}" -n "$n" "$train" "${common[@]}" "$@" --metrics "$ref.jsonl" --ckpt-dir "$ref" > /dev/null 2>&1 ||
+    { fail "$name: the uninterrupted run"; return; }
+  local mid_write=0 t
+  for ((t = 0; t < trials; ++t)); do
+    local run="$dir/$name-$t"
+    SHARDLAB_FAULT_TAG="$run" "${mpiexec[@]}" -n "$n" -x SHARDLAB_FAULT_TAG "$train" "${common[@]}" "$@" \
+      --metrics "$run.jsonl" --ckpt-dir "$run" > "$run.out" 2>&1 &
+    local job=$!
+    # Wait for the first checkpoint, then kill at a random moment of the next second.
+    for _ in $(seq 200); do [ -e "$run/ckpt_000001.h5" ] && break; sleep 0.05; done
+    sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+    local victim
+    victim=$(rank_pid "SHARDLAB_FAULT_TAG=$run" $((n - 1)))
+    [ -n "$victim" ] && kill -9 "$victim"
+    ls "$run"/*.tmp > /dev/null 2>&1 && mid_write=$((mid_write + 1))
+    wait $job 2> /dev/null
+    local resumed="$run-resumed"
+    cp "$run.jsonl" "$resumed.jsonl" 2> /dev/null || : > "$resumed.jsonl"
+    if ! "${mpiexec[@]}" -n "$n" "$train" "${common[@]}" "$@" --ckpt-dir "$run" --resume latest \
+        --metrics "$resumed.jsonl" > "$resumed.out" 2>&1; then
+      fail "$name trial $t: resume after the kill"; grep -m2 "error" "$resumed.out"; continue
+    fi
+    ls "$run"/*.tmp > /dev/null 2>&1 && fail "$name trial $t: a .tmp file is left after the next start"
+    if ! diff <(losses "$ref.jsonl") <(losses "$resumed.jsonl") > /dev/null; then
+      fail "$name trial $t: the resumed losses differ from the uninterrupted run's"
+      diff <(losses "$ref.jsonl") <(losses "$resumed.jsonl") | head -4
+    fi
+  done
+  echo "$name: $trials kills -9, $mid_write inside a checkpoint write; every resume bit-identical"
+}
+
+kill_during_writes "1 rank" 1
+kill_during_writes "2 ranks ZeRO-3" 2 --mesh data=2 --zero 3
+
+stop_or_kill() {  # stop_or_kill SIGNAL: signals rank 1 of a 2-rank job, times the job's end
+  local signal=$1 run="$dir/signal-$1"
+  local start=$SECONDS
+  SHARDLAB_FAULT_TAG="$run" "${mpiexec[@]}" -n 2 -x SHARDLAB_FAULT_TAG "$train" "${common[@]}" --mesh data=2 \
+    --steps 100000 --ckpt-every 0 --collective-timeout 3 --ckpt-dir "$run" > "$run.out" 2>&1 &
+  local job=$!
+  for _ in $(seq 200); do grep -q "^step" "$run.out" 2> /dev/null && break; sleep 0.05; done
+  local victim
+  victim=$(rank_pid "SHARDLAB_FAULT_TAG=$run" 1)
+  [ -n "$victim" ] || { fail "SIG$signal: rank 1 not found"; kill -9 $job; return; }
+  kill -"$signal" "$victim"
+  local waited=0
+  while kill -0 $job 2> /dev/null && [ $waited -lt 300 ]; do sleep 0.1; waited=$((waited + 1)); done
+  if kill -0 $job 2> /dev/null; then
+    fail "SIG$signal of rank 1: the job is still running after 30 s"; kill -9 $job; kill -9 "$victim"; return
+  fi
+  wait $job; local rc=$?
+  [ $rc -ne 0 ] || fail "SIG$signal of rank 1: the job exited 0"
+  [ "$signal" = STOP ] && ! grep -q "watchdog" "$run.out" && fail "SIGSTOP: no watchdog message"
+  [ -z "$(tagged_pids "SHARDLAB_FAULT_TAG=$run")" ] || fail "SIG$signal: processes of the job left behind"
+  echo "SIG$signal of rank 1 of 2: the job ended with exit $rc after $((SECONDS - start)) s ($(grep -m1 -o 'watchdog: [^;]*' "$run.out" || echo "MPI ended it"))"
+}
+stop_or_kill STOP
+stop_or_kill KILL
+
+[ $failures = 0 ] || { echo "$failures failures"; exit 1; }
+echo "ok: no checkpoint lost, every resume exact, hung and dead ranks end the job"
