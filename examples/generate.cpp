@@ -4,6 +4,9 @@
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
 //   mpirun -n 2 generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --mesh tensor=2
+//
+// The text goes to stdout; the measured prefill and per-token decode latency, with the
+// cost model's prediction on the calibrated local profile beside them, to stderr.
 #include <cstdio>
 #include <cxxopts.hpp>
 
@@ -11,12 +14,37 @@
 #include "examples/support/training_state.h"
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
+#include "parallel/cost/hardware.h"
+#include "parallel/cost/inference.h"
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
 
 using namespace shardlab;
 
 namespace {
+
+// One line on stderr: prefill and decode, measured, and predicted by the cost model on the
+// calibrated `local` profile (weights and KV in fp32, over `chips` ranks).
+void report_latency(const cli::SampleTiming& t, const nn::ModelConfig& config, int chips) {
+  const double decode_ms = t.decode_steps > 0 ? 1e3 * t.decode_seconds / t.decode_steps : 0.0;
+  std::fprintf(stderr, "prefill %lld tokens: %.2f ms (%.0f tokens/s) | decode %lld tokens: %.3f ms per token (%.0f tokens/s)",
+               static_cast<long long>(t.prompt_tokens), 1e3 * t.prefill_seconds,
+               t.prefill_seconds > 0 ? t.prompt_tokens / t.prefill_seconds : 0.0, static_cast<long long>(t.decode_steps),
+               decode_ms, decode_ms > 0 ? 1e3 / decode_ms : 0.0);
+  const cost::HardwareProfile hw = cost::hardware("local");
+  if (!hw.calibrated) {
+    std::fprintf(stderr, ", measured (no prediction: the local profile is not calibrated; run `shardlab-plan calibrate`)\n");
+    return;
+  }
+  const cost::ServedModel served = cost::served_model(cost::shape_of(config), cost::DType::kFp32);
+  const cost::InferenceConfig prefill{.batch = 1, .context = t.prompt_tokens, .chips = chips,
+                                      .weights = cost::DType::kFp32, .activations = cost::DType::kFp32};
+  cost::InferenceConfig decode = prefill;
+  decode.context = t.prompt_tokens + t.decode_steps / 2;  // the cache's mean length while decoding
+  std::fprintf(stderr, ", measured; predicted on the local profile: prefill %.2f ms, decode %.3f ms per token\n",
+               1e3 * cost::estimate_prefill(served, prefill, hw).seconds,
+               1e3 * cost::estimate_decode(served, decode, hw).step_seconds);
+}
 
 int run(int argc, char** argv) {
   cxxopts::Options o("generate", "Sample text from a train_gpt checkpoint (KV-cached decoding).");
@@ -85,8 +113,13 @@ int run(int argc, char** argv) {
                                    .seed = p["seed"].as<uint64_t>(),
                                    .stop_token = p.count("stop-at-newline") ? '\n' : -1};
   std::string text = prompt;
-  for (int t : cli::sample(model, ids, options)) text += static_cast<char>(t);  // the same on every rank
-  if (mesh.rank() == 0) std::printf("%s\n", text.c_str());
+  cli::SampleTiming timing;
+  for (int t : cli::sample(model, ids, options, &timing)) text += static_cast<char>(t);  // the same on every rank
+  if (mesh.rank() == 0) {
+    std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
+    report_latency(timing, config, mesh.size());
+  }
   return 0;
 }
 

@@ -107,12 +107,14 @@ int train(int argc, char** argv) {
       report.eval(state.step, cli::evaluate(model, data, run), metrics);
       dp.release_full_params();
     }
+    // The step's row is on disk before its checkpoint: a job killed in between resumes from
+    // the previous checkpoint and rewrites the row, one killed after has both.
+    metrics.flush_row();
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
       const std::string path = cli::checkpoint_path(run.ckpt_dir, state.step);
       cli::save_checkpoint(path, mesh, dp, state, run);
       report.saved(path);
     }
-    metrics.flush_row();
   }
   report.finish();
   if (!run.trace.empty()) {

@@ -1,6 +1,7 @@
 #include "examples/support/sampling.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "framework/rng.h"
@@ -26,22 +27,32 @@ int pick(const float* logits, int64_t V, const SampleOptions& o, uint64_t draw) 
 
 }  // namespace
 
-std::vector<int> sample(const nn::Transformer& model, const std::vector<int>& prompt, const SampleOptions& o) {
+std::vector<int> sample(const nn::Transformer& model, const std::vector<int>& prompt, const SampleOptions& o,
+                        SampleTiming* timing) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const int64_t V = model.config.vocab, room = model.config.context - o.max_new;
   std::vector<int32_t> ids(prompt.end() - std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(room, 1)),
                            prompt.end());
   nn::KVCache cache(model.config, 1, model.blocks.front()->attn.n_kv_heads);  // this rank's kv heads
   std::vector<int> out;
+  SampleTiming t{.prompt_tokens = static_cast<int64_t>(ids.size())};
+  auto start = Clock::now();
   Tensor logits = model.decode(ids, 1, static_cast<int64_t>(ids.size()), cache);
+  t.prefill_seconds = seconds_since(start);
   const float* last = logits.data() + (static_cast<int64_t>(ids.size()) - 1) * V;
   for (int i = 0; i < o.max_new; ++i) {
     int next = pick(last, V, o, static_cast<uint64_t>(i));
     out.push_back(next);
-    if (next == o.stop_token || cache.length >= model.config.context) break;
+    if (next == o.stop_token || cache.length >= model.config.context || i + 1 == o.max_new) break;
     int32_t token = next;
+    start = Clock::now();
     logits = model.decode(std::span<const int32_t>(&token, 1), 1, 1, cache);
+    t.decode_seconds += seconds_since(start);
+    ++t.decode_steps;
     last = logits.data();
   }
+  if (timing) *timing = t;
   return out;
 }
 
