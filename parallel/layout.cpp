@@ -102,10 +102,6 @@ void Layout::validate(const LayoutChecks& c) const {
   }
   check_experts(c, *this);
   check_tensor(c.model, tensor);
-  if (c.sequence_parallel && tensor > 1 && pipe > 1) {
-    throw UserError("sequence parallelism with pipe=" + str(pipe) + ": the stages would pass activations split over "
-                    "the tensor axis, which the pipeline does not do yet; turn sequence parallelism off with a pipe axis");
-  }
   if (c.tp_overlap && !c.sequence_parallel) {
     throw UserError("the collective matmul (tp overlap) hides the all_gathers of sequence parallelism; "
                     "turn sequence parallelism on with it");

@@ -65,7 +65,9 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
     }
   }
   if (has_pipe(mesh)) {
-    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, config.pipeline, data.model_shards);
+    PipelineConfig pipeline = config.pipeline;
+    if (config.tensor.sequence_parallel && has_axis(mesh, "tensor")) pipeline.sequence_split = mesh.axis_size("tensor");
+    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, pipeline, data.model_shards);
     data.model_shards = out.pipeline->shards();
   }
   // FSDP/DP last, over the model-parallel shards.

@@ -67,8 +67,8 @@ for mesh in $(meshes); do
       fi
       extra=(--remat "${remats[k % 3]}")
       [[ $mesh == *pipe* ]] && extra+=(--pp-schedule "${schedules[k % 3]}")
-      # Sequence parallelism: dense models (MoE routes whole sequences), no pipe axis (refused).
-      [[ $mesh == *tensor* && $mesh != *pipe* && $model != moe && $((k % 2)) == 0 ]] && extra+=(--sequence-parallel)
+      # Sequence parallelism: dense models (MoE routes whole sequences).
+      [[ $mesh == *tensor* && $model != moe && $((k % 2)) == 0 ]] && extra+=(--sequence-parallel)
       run_case "$model" "$mesh" "$zero" "${extra[@]}"
     done
   done

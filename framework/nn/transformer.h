@@ -74,6 +74,10 @@ class Transformer : public Module {
   // it, logits_hook turns it into the logits that logits() and decode() return.
   std::function<Tensor(const Tensor& head_output, std::span<const int32_t> targets, double denominator)> loss_function;
   Hook logits_hook;
+  // Applied by a pipeline stage (parallel/pipeline) to the activation it receives, where
+  // the first stage's embedding ran its hooks: sequence parallelism marks the stream as
+  // split there. Unset, nothing happens.
+  Hook stage_input;
 
  private:
   Tensor head(const Tensor& x) const;

@@ -180,7 +180,9 @@ void drop_other_stages(nn::Transformer& model, const Mesh& mesh, const PipelineC
 
 Tensor PipelineParallel::run_forward(const data::Batch& micro, int stage, const Tensor& input) const {
   const int last = schedule_.num_stages() - 1;
-  Tensor x = stage == 0 ? model_.embed(micro.inputs, micro.rows, micro.seq_len) : input;
+  Tensor x = stage == 0                ? model_.embed(micro.inputs, micro.rows, micro.seq_len)
+             : model_.stage_input ? model_.stage_input(input)
+                                  : input;
   for (int64_t b = first_block_[stage]; b < first_block_[stage + 1]; ++b) x = (*model_.blocks[b])(x);
   if (stage < last) return x;
   const Tensor loss = model_.head_loss(x, micro.targets);
@@ -194,7 +196,8 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
   float loss = 0.0f;
   const auto start = std::chrono::steady_clock::now();
   double compute = 0.0;  // seconds in this rank's compute actions
-  const Shape activation{batch.rows / m, batch.seq_len, model_.config.d_model};  // one microbatch's
+  // One microbatch's activation, or this rank's sequences of it under sequence parallelism.
+  const Shape activation{batch.rows / m / config_.sequence_split, batch.seq_len, model_.config.d_model};
   for (const Action& a : schedule_.actions[pipe_.rank()]) {
     // A sent activation or gradient is freed as soon as its send completes.
     std::erase_if(sends, [](auto& send) { return send.second.test(); });

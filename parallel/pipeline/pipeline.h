@@ -39,6 +39,9 @@ struct PipelineConfig {
   int virtual_stages = 1;        // v: stages per pipe rank (interleaved)
   int microbatches = 1;          // m: the gradient-accumulation microbatches of a step
   std::vector<int64_t> layers;   // blocks per stage, S of them (--pp-layers); empty: balanced by cost
+  // Set by parallelize() under sequence parallelism: the tensor axis's size, over which
+  // each activation passed between stages is split by sequences.
+  int sequence_split = 1;
 };
 
 // The first block of each stage and, last, n_layers: stage s runs blocks

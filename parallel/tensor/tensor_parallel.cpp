@@ -249,6 +249,14 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   const int64_t first = rank * c.vocab / t;
   model.wte.first_row = first;
   model.wte.add_forward_hook(h.restart);
+  // A later pipeline stage receives the stream as the first stage left it: split by
+  // sequences under sequence parallelism (Layout::validate made t divide a microbatch).
+  if (h.partial) {
+    model.stage_input = [sharded](const Tensor& x) {
+      *sharded = true;
+      return x;
+    };
+  }
   model.norm_f.add_forward_hook(h.enter);
   if (h.partial) {
     model.norm_f.parameter_hook = h.partial;
