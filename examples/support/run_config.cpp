@@ -177,6 +177,12 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   set_real("capacity-factor", r.model.capacity_factor);
   set_real("aux-loss-coef", r.model.aux_loss_coef);
   set_real("z-loss-coef", r.model.z_loss_coef);
+  for (const char* flag : {"top-k", "moe-every", "capacity-factor", "aux-loss-coef", "z-loss-coef"}) {
+    if (p.count(flag) && r.model.experts == 0) {
+      throw UserError(std::string("--") + flag + " applies to mixture-of-experts models, and this one is dense; "
+                      "add --experts E or use a -moe- preset");
+    }
+  }
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
   r.data = p["data"].as<std::string>();
   r.val_data = p["val-data"].as<std::string>();

@@ -96,22 +96,24 @@ void ModelConfig::validate() const {
                     " must equal --heads " + std::to_string(n_heads) + " (use --arch llama for GQA)");
   }
   if (experts < 0) throw UserError("--experts must be 0 (a dense model) or positive, got " + std::to_string(experts));
+  // The MoE settings are checked for a dense model too: a bad value is a mistake either way.
+  require_positive("--top-k", top_k);
+  require_positive("--moe-every", moe_every);
+  if (!(capacity_factor >= 0)) {
+    throw UserError("--capacity-factor must be 0 (dropless) or positive, got " + std::to_string(capacity_factor));
+  }
+  if (!(aux_loss_coef >= 0) || !(z_loss_coef >= 0)) {
+    throw UserError("--aux-loss-coef and --z-loss-coef must be 0 or positive, got " + std::to_string(aux_loss_coef) +
+                    " and " + std::to_string(z_loss_coef));
+  }
   if (experts > 0) {
-    if (top_k < 1 || top_k > experts) {
+    if (top_k > experts) {
       throw UserError("--top-k " + std::to_string(top_k) + " must be between 1 and the " + std::to_string(experts) +
                       " experts; each token picks k distinct experts");
     }
-    require_positive("--moe-every", moe_every);
     if (moe_every > n_layers) {
       throw UserError("--moe-every " + std::to_string(moe_every) + " exceeds the " + std::to_string(n_layers) +
                       " layers, so no block would have experts; choose at most " + std::to_string(n_layers));
-    }
-    if (!(capacity_factor >= 0)) {
-      throw UserError("--capacity-factor must be 0 (dropless) or positive, got " + std::to_string(capacity_factor));
-    }
-    if (!(aux_loss_coef >= 0) || !(z_loss_coef >= 0)) {
-      throw UserError("--aux-loss-coef and --z-loss-coef must be 0 or positive, got " + std::to_string(aux_loss_coef) +
-                      " and " + std::to_string(z_loss_coef));
     }
   }
   if (arch == Arch::Llama && head_dim() % 2 != 0) {
