@@ -33,10 +33,9 @@ void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t 
   *p.tensor = local;
 }
 
-AxisShards::AxisShards(const AxisGroup& group, std::map<std::string, Shape> global_shapes,
-                       std::vector<std::map<std::string, TensorShard>> shards)
-    : group_(group), global_shapes_(std::move(global_shapes)), shards_(std::move(shards)) {
-  SL_ASSERT(static_cast<int>(shards_.size()) == group_.size(), "one shard map per rank of " + group_.name());
+AxisShards::AxisShards(const AxisGroup& group, nn::Module& model, const ShardsOf& shards_of) : group_(group) {
+  for (const nn::Parameter& p : model.parameters()) global_shapes_[p.name] = p.tensor->shape();
+  for (int r = 0; r < group_.size(); ++r) shards_.push_back(shards_of(r));
 }
 
 std::vector<std::pair<int64_t, int64_t>> AxisShards::norm_ranges(const std::string& name) const {

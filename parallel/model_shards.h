@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -67,9 +68,10 @@ void shard_parameter(const nn::Parameter& p, const TensorShard& shard, uint64_t 
 // Tensor parallelism (tensor/) and expert parallelism (expert/) are two of these.
 class AxisShards : public ModelShards {
  public:
-  // `shards[r]`: rank r's shard of each split parameter, by name.
-  AxisShards(const AxisGroup& group, std::map<std::string, Shape> global_shapes,
-             std::vector<std::map<std::string, TensorShard>> shards);
+  // `shards_of(r)`: rank r's shard of each split parameter, by name. The global shapes are
+  // those of `model`'s parameters now, before the strategy splits them.
+  using ShardsOf = std::function<std::map<std::string, TensorShard>(int rank)>;
+  AxisShards(const AxisGroup& group, nn::Module& model, const ShardsOf& shards_of);
 
   const AxisGroup& group() const override { return group_; }
   std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;

@@ -68,8 +68,6 @@ Moe::Moe(Module& parent, const std::string& name, const ModelConfig& c, float ou
   }
 }
 
-int64_t Moe::experts_held() const { return config_.arch == Arch::Gpt ? w_in.dim(0) : w_gate.dim(0); }
-
 Tensor Moe::experts(const Tensor& buffer) const {
   if (config_.arch == Arch::Gpt) {
     Tensor h = ops::gelu(ops::batched_linear(buffer, use("w_in", w_in), use("b_in", b_in)));

@@ -81,7 +81,6 @@ class Moe : public Module {
 
   // Runs the experts this layer holds on a buffer [G, n, D] (G = experts held).
   Tensor experts(const Tensor& buffer) const;
-  int64_t experts_held() const;
 
   Linear router;  // D -> E, no bias
   // Stacked expert weights, GPT (GELU MLP): w_in [E, F, D], b_in [E, F], w_out [E, D, F],

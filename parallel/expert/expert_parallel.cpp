@@ -7,27 +7,6 @@
 namespace shardlab::parallel {
 namespace {
 
-// "blocks.<l>." for the block at that place in model.blocks.
-std::string block_prefix(const nn::Transformer& model, const nn::Block& block) {
-  for (size_t l = 0; l < model.blocks.size(); ++l) {
-    if (model.blocks[l].get() == &block) return "blocks." + std::to_string(l) + ".";
-  }
-  SL_ASSERT(false, "a block of the model");
-  return "";
-}
-
-std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
-  std::map<std::string, Shape> shapes;
-  for (const nn::Parameter& p : model.parameters()) shapes[p.name] = p.tensor->shape();
-  return shapes;
-}
-
-std::vector<std::map<std::string, TensorShard>> every_rank(nn::Transformer& model, int ep) {
-  std::vector<std::map<std::string, TensorShard>> shards;
-  for (int r = 0; r < ep; ++r) shards.push_back(expert_shards(model, ep, r));
-  return shards;
-}
-
 // The dispatch buffer [E, n, D] to its experts' ranks and the outputs back (header comment).
 Tensor exchange_over(const AxisGroup& expert, const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
   const int64_t ep = expert.size(), E = buffer.dim(0), n = buffer.dim(1), D = buffer.dim(2), G = E / ep;
@@ -45,19 +24,19 @@ std::map<std::string, TensorShard> expert_shards(nn::Transformer& model, int ep,
   std::map<std::string, TensorShard> shards;
   if (ep == 1) return shards;
   const int64_t per_rank = model.config.experts / ep;
-  for (auto& block : model.blocks) {
-    if (!block->moe) continue;
-    for (const nn::Parameter& p : block->moe->parameters()) {
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    if (!model.blocks[l]->moe) continue;
+    for (const nn::Parameter& p : model.blocks[l]->moe->parameters()) {
       if (p.name.rfind("router.", 0) == 0) continue;  // every rank routes its own tokens
-      const std::string name = p.name;
-      shards[block_prefix(model, *block) + "moe." + name] = {p.tensor->shape(), 0, {{rank * per_rank, (rank + 1) * per_rank}}};
+      shards["blocks." + std::to_string(l) + ".moe." + p.name] = {p.tensor->shape(), 0,
+                                                                   {{rank * per_rank, (rank + 1) * per_rank}}};
     }
   }
   return shards;
 }
 
 ExpertParallel::ExpertParallel(nn::Transformer& model, const AxisGroup& expert)
-    : AxisShards(expert, shapes_of(model), every_rank(model, expert.size())) {
+    : AxisShards(expert, model, [&](int rank) { return expert_shards(model, expert.size(), rank); }) {
   for (const auto& [name, shard] : expert_shards(model, expert.size(), expert.rank())) names_.insert(name);
 }
 

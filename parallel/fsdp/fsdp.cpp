@@ -61,7 +61,6 @@ class FullyShardedDataParallel : public DataParallel {
 
   nn::Transformer& model_;
   DataAxes axes_;
-  std::set<std::string> experts_;  // expert-parallel parameters (DataParallelConfig::expert_parameters)
   std::vector<std::unique_ptr<Unit>> units_;  // 0: root, 1 + l: block l
   std::unique_ptr<ShardedAdamW> optimizer_;
   bool sync_ = true;
@@ -111,11 +110,11 @@ void for_each_replicated_part(const FlatLayout& layout, int64_t experts_begin, i
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
-    : model_(model), axes_(DataAxes::of(mesh)), experts_(config.expert_parameters),
-      reshard_after_forward_(config.reshard_after_forward), io_(config.model_shards) {
+    : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
+      io_(config.model_shards) {
   const int rank = axes_.shard->rank();
-  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), experts_)) {
-    const int64_t begin = experts_from(layout, experts_);
+  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), config.expert_parameters)) {
+    const int64_t begin = experts_from(layout, config.expert_parameters);
     units_.push_back(std::make_unique<Unit>(std::move(layout), begin));
   }
   // Each rank's slice comes from the model's values or, for a deferred model, straight

@@ -94,24 +94,8 @@ std::map<std::string, TensorShard> tensor_shards(const nn::ModelConfig& c, int t
   return shards;
 }
 
-namespace {
-
-std::map<std::string, Shape> shapes_of(nn::Transformer& model) {
-  std::map<std::string, Shape> shapes;
-  for (const nn::Parameter& p : model.parameters()) shapes[p.name] = p.tensor->shape();
-  return shapes;
-}
-
-std::vector<std::map<std::string, TensorShard>> every_rank(const nn::ModelConfig& config, int t) {
-  std::vector<std::map<std::string, TensorShard>> shards;
-  for (int r = 0; r < t; ++r) shards.push_back(tensor_shards(config, t, r));
-  return shards;
-}
-
-}  // namespace
-
 TensorParallel::TensorParallel(nn::Transformer& model, const AxisGroup& tensor)
-    : AxisShards(tensor, shapes_of(model), every_rank(model.config, tensor.size())),
+    : AxisShards(tensor, model, [&](int rank) { return tensor_shards(model.config, tensor.size(), rank); }),
       kv_share_(std::max<int64_t>(1, tensor.size() / model.config.n_kv_heads)) {}
 
 std::vector<std::pair<int64_t, int64_t>> TensorParallel::norm_ranges(const std::string& name) const {
