@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   const int64_t B = a["batch"].as<int64_t>(), T = c.context;
   nn::Transformer model(c);
   nn::initialize(model, 0);
-  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+  optim::AdamW opt(optim::module_parameters(model), {.weight_decay = 0.1f});
 
   std::vector<int32_t> data(B * (T + 1));
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>((i * 2654435761u >> 7) % c.vocab);
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     Tensor loss = model.loss(x, y, B, T);
     auto t1 = Clock::now();
-    opt.zero_grad();
+    model.zero_grad();
     loss.backward();
     auto t2 = Clock::now();
     opt.step(3e-4f);

@@ -64,11 +64,13 @@ int train(int argc, char** argv) {
   const parallel::StepPlan plan = cli::plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
   auto dp = parallel::parallelize(model, mesh, run.parallel());
+  // Built outside the strategy, over the parameter elements this rank updates.
+  const auto optimizer = optim::make_optimizer(run.optimizer_config(), dp->parameters());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;
   const std::string resume = run.resume.empty() ? "" : cli::resolve_resume(run.resume, run.ckpt_dir);
   if (!resume.empty()) {
-    state = cli::load_checkpoint(resume, *dp, run.model);
+    state = cli::load_checkpoint(resume, dp, *optimizer, run.model);
     if (state.step >= run.steps) {
       throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +
                       std::to_string(run.steps) + "; raise --steps to train further");
@@ -80,7 +82,7 @@ int train(int argc, char** argv) {
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   if (run.save_step0 && resume.empty()) {
-    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, dp, state, run);
+    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, dp, *optimizer, state, run);
     report.saved(cli::checkpoint_path(run.ckpt_dir, 0));
   }
   const int64_t first_step = state.step;
@@ -91,7 +93,8 @@ int train(int argc, char** argv) {
     const float lr = schedule.lr(step);
     // forward, backward (gradients sync in the last microbatch), finish, clip, step
     const parallel::StepResult r =
-        parallel::train_step(model, dp, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace);
+        parallel::train_step(model, dp, *optimizer, batch, run.grad_accum, lr, run.grad_clip,
+                             &mesh.context().trace);
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
@@ -112,7 +115,7 @@ int train(int argc, char** argv) {
     metrics.flush_row();
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
       const std::string path = cli::checkpoint_path(run.ckpt_dir, state.step);
-      cli::save_checkpoint(path, mesh, dp, state, run);
+      cli::save_checkpoint(path, mesh, dp, *optimizer, state, run);
       report.saved(path);
     }
   }

@@ -7,8 +7,6 @@
 
 namespace shardlab::optim {
 
-bool decay_matrices(const std::string&, const Tensor& param) { return param.ndim() >= 2; }
-
 AdamWCoefficients adamw_coefficients(const AdamWOptions& options, float lr, int64_t step, bool decays) {
   SL_ASSERT(step >= 1, "AdamW step " + std::to_string(step) + " (steps count from 1)");
   const double t = static_cast<double>(step);
@@ -41,7 +39,7 @@ void adamw_update(std::span<float> param, std::span<const float> grad, std::span
   }
 }
 
-AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(params)), options_(std::move(options)) {
+AdamW::AdamW(ParamSource params, AdamWOptions options) : Optimizer(std::move(params)), options_(std::move(options)) {
   auto in_unit = [](float b) { return b >= 0.0f && b < 1.0f; };
   if (!in_unit(options_.beta1) || !in_unit(options_.beta2) || options_.eps <= 0.0f || options_.weight_decay < 0.0f) {
     throw UserError("AdamW betas (" + std::to_string(options_.beta1) + ", " + std::to_string(options_.beta2) +
@@ -49,18 +47,15 @@ AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(pa
                     std::to_string(options_.weight_decay) +
                     ": betas must lie in [0, 1), eps must be positive and weight decay not negative");
   }
-  for (size_t i = 0; i < this->params().size(); ++i) {
-    const auto& [name, param] = this->params()[i];
-    decays_.push_back(options_.decays && options_.decays(name, param));
+  for (size_t i = 0; i < layout().size(); ++i) {
     m_.push_back(add_state("m", i));
     v_.push_back(add_state("v", i));
   }
 }
 
-void AdamW::update(size_t index, float lr) {
-  Tensor param = params()[index].second;
-  adamw_update(param.span(), param.grad().span(), m_[index].span(), v_[index].span(),
-               adamw_coefficients(options_, lr, step_count(), decays_[index]));
+void AdamW::update(size_t index, const ParamView& view, float lr) {
+  adamw_update(view.value, view.grad, m_[index].span(), v_[index].span(),
+               adamw_coefficients(options_, lr, step_count(), view.decay));
 }
 
 }  // namespace shardlab::optim

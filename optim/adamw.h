@@ -5,36 +5,28 @@
 //   m  = beta1 * m + (1 - beta1) * g
 //   v  = beta2 * v + (1 - beta2) * g^2
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// State: "m/<name>" and "v/<name>", shaped like the parameter.
+// State: "m" and "v" for each view (optimizer.h). Which parameters decay is the views'
+// business (ParamView::decay).
 //
-//   optim::AdamW opt(params, {.weight_decay = 0.1f});   // decays matrices, not biases/norms
+//   optim::AdamW opt(optim::module_parameters(model), {.weight_decay = 0.1f});
 //   opt.step(3e-4f);
 //
-// A ZeRO stage updates its slice with the same kernel:
+// The kernel alone, for any slice:
 //   auto c = optim::adamw_coefficients(options, lr, opt_step, decays);
 //   optim::adamw_update(param_slice, grad_slice, m_slice, v_slice, c);
 #pragma once
 
-#include <functional>
 #include <span>
 
 #include "optim/optimizer.h"
 
 namespace shardlab::optim {
 
-// True for the parameters that get weight decay.
-using DecayPredicate = std::function<bool(const std::string& name, const Tensor& param)>;
-
-// The GPT-2 convention: decay matrices (ndim >= 2, i.e. weights and embeddings), not
-// biases or norm gains.
-bool decay_matrices(const std::string& name, const Tensor& param);
-
 struct AdamWOptions {
   float beta1 = 0.9f;
   float beta2 = 0.95f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
-  DecayPredicate decays = decay_matrices;
 };
 
 // The per-step scalars of one update, computed in double once per tensor.
@@ -54,14 +46,13 @@ void adamw_update(std::span<float> param, std::span<const float> grad, std::span
 class AdamW : public Optimizer {
  public:
   // Throws UserError on betas outside [0, 1), eps <= 0 or negative weight decay.
-  explicit AdamW(NamedTensors params, AdamWOptions options = {});
+  explicit AdamW(ParamSource params, AdamWOptions options = {});
   const AdamWOptions& options() const { return options_; }
 
  private:
-  void update(size_t index, float lr) override;
+  void update(size_t index, const ParamView& view, float lr) override;
 
   AdamWOptions options_;
-  std::vector<bool> decays_;
   std::vector<Tensor> m_, v_;
 };
 

@@ -7,21 +7,12 @@
 
 namespace shardlab::optim {
 
-double clip_grad_norm(const NamedTensors& params, double max_norm, const SquaredNormReduce& reduce) {
-  std::vector<GradSpan> grads;
-  for (const auto& [name, param] : params) {
-    Tensor grad = param.grad();
-    if (grad.defined()) grads.push_back({grad.span()});
-  }
-  return clip_grad_norm(grads, max_norm, reduce);
-}
-
-double clip_grad_norm(const std::vector<GradSpan>& grads, double max_norm, const SquaredNormReduce& reduce) {
+double clip_grad_norm(const ParamViews& params, double max_norm, const SquaredNormReduce& reduce) {
   double local = 0.0;
-  for (const GradSpan& s : grads) {
-    if (!s.counted) continue;
-    const float* g = s.grad.data();
-    const int64_t n = static_cast<int64_t>(s.grad.size());
+  for (const ParamView& p : params) {
+    if (!p.counted) continue;
+    const float* g = p.grad.data();
+    const int64_t n = static_cast<int64_t>(p.grad.size());
     double sum = 0.0;
 #pragma omp parallel for simd schedule(static) reduction(+ : sum) if (n > kParallelElements)
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * g[i];
@@ -30,9 +21,9 @@ double clip_grad_norm(const std::vector<GradSpan>& grads, double max_norm, const
   const double norm = std::sqrt(reduce ? reduce(local) : local);
   if (max_norm <= 0.0 || norm <= max_norm) return norm;
   const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-  for (const GradSpan& s : grads) {
-    float* g = s.grad.data();
-    const int64_t n = static_cast<int64_t>(s.grad.size());
+  for (const ParamView& p : params) {
+    float* g = p.grad.data();
+    const int64_t n = static_cast<int64_t>(p.grad.size());
 #pragma omp parallel for simd schedule(static) if (n > kParallelElements)
     for (int64_t i = 0; i < n; ++i) g[i] *= scale;
   }

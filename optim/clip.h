@@ -2,12 +2,14 @@
 //
 // clip_grad_norm computes the L2 norm of all gradients together, as
 // torch.nn.utils.clip_grad_norm_: norm = sqrt(reduce(local sum of squares)); when
-// norm > max_norm every gradient is scaled by max_norm / (norm + 1e-6). `reduce` turns
-// this rank's sum of squares into the global one (a parallel layout passes an all-reduce
-// over the axes that shard gradients); by default it is the identity.
+// norm > max_norm every gradient is scaled by max_norm / (norm + 1e-6). The gradients are
+// the parameter views' (optimizer.h); a view another process also holds and counts comes
+// with counted = false: it is scaled but adds nothing to this process's sum, so that
+// `reduce` -- a parallel strategy's sum over the ranks that shard the gradients -- counts
+// every gradient element once. By default `reduce` is the identity.
 //
-//   double norm = optim::clip_grad_norm(opt.params(), 1.0);                  // one process
-//   double norm = optim::clip_grad_norm(opt.params(), 1.0, [&](double s) {   // sharded
+//   double norm = optim::clip_grad_norm(opt.views(), 1.0);                  // one process
+//   double norm = optim::clip_grad_norm(opt.views(), 1.0, [&](double s) {   // sharded
 //     return mesh_axis.all_reduce_sum(s); });
 //
 // Accumulation: run k microbatches of equal size per optimizer step and call backward on
@@ -29,19 +31,9 @@ namespace shardlab::optim {
 
 using SquaredNormReduce = std::function<double(double local_sum_of_squares)>;
 
-// Returns the global gradient norm before clipping. Parameters without a gradient count
-// as zero. max_norm <= 0 only measures the norm.
-double clip_grad_norm(const NamedTensors& params, double max_norm, const SquaredNormReduce& reduce = {});
-
-// The same over raw gradient memory, as a sharded strategy holds it (flat slices of
-// several parameters). A span that another rank also holds, and counts, is passed with
-// counted = false: it is scaled but adds nothing to this rank's sum, so that `reduce`
-// (a sum over ranks) counts every gradient element once.
-struct GradSpan {
-  std::span<float> grad;
-  bool counted = true;
-};
-double clip_grad_norm(const std::vector<GradSpan>& grads, double max_norm, const SquaredNormReduce& reduce = {});
+// Returns the global gradient norm before clipping. Views without a gradient count as
+// zero. max_norm <= 0 only measures the norm.
+double clip_grad_norm(const ParamViews& params, double max_norm, const SquaredNormReduce& reduce = {});
 
 // Calls microbatch(i, 1 / k) for i = 0 .. k-1 and returns the mean of the losses it
 // returns. Throws UserError when k < 1.

@@ -25,19 +25,18 @@ void sgd_update(std::span<float> param, std::span<const float> grad, std::span<f
   }
 }
 
-SGD::SGD(NamedTensors params, SGDOptions options) : Optimizer(std::move(params)), options_(options) {
+SGD::SGD(ParamSource params, SGDOptions options) : Optimizer(std::move(params)), options_(options) {
   if (!(options_.momentum >= 0.0f && options_.momentum < 1.0f)) {
     throw UserError("SGD momentum " + std::to_string(options_.momentum) + " must lie in [0, 1)");
   }
   if (options_.momentum > 0.0f) {
-    for (size_t i = 0; i < this->params().size(); ++i) buffers_.push_back(add_state("momentum", i));
+    for (size_t i = 0; i < layout().size(); ++i) buffers_.push_back(add_state("momentum", i));
   }
 }
 
-void SGD::update(size_t index, float lr) {
-  Tensor param = params()[index].second;
+void SGD::update(size_t index, const ParamView& view, float lr) {
   std::span<float> buffer = buffers_.empty() ? std::span<float>{} : buffers_[index].span();
-  sgd_update(param.span(), param.grad().span(), buffer, lr, options_.momentum);
+  sgd_update(view.value, view.grad, buffer, lr, options_.momentum);
 }
 
 }  // namespace shardlab::optim

@@ -3,9 +3,9 @@
 // Per element with learning rate lr:
 //   b  = momentum * b + g        (b starts at zero, so the first step has b = g)
 //   p -= lr * b                  (p -= lr * g when momentum is 0: no state)
-// State: "momentum/<name>" when momentum > 0.
+// State: "momentum" for each view (optimizer.h) when momentum > 0.
 //
-//   optim::SGD opt(params, {.momentum = 0.9f});
+//   optim::SGD opt(optim::module_parameters(model), {.momentum = 0.9f});
 //   opt.step(0.1f);
 #pragma once
 
@@ -27,10 +27,10 @@ void sgd_update(std::span<float> param, std::span<const float> grad, std::span<f
 class SGD : public Optimizer {
  public:
   // Throws UserError on momentum outside [0, 1).
-  explicit SGD(NamedTensors params, SGDOptions options = {});
+  explicit SGD(ParamSource params, SGDOptions options = {});
 
  private:
-  void update(size_t index, float lr) override;
+  void update(size_t index, const ParamView& view, float lr) override;
 
   SGDOptions options_;
   std::vector<Tensor> buffers_;  // empty when momentum is 0

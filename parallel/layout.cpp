@@ -97,9 +97,6 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
 
 void Layout::validate(const LayoutChecks& c) const {
   if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
-  if (c.zero > 0 && c.optimizer != "adamw") {
-    throw UserError("ZeRO stage " + str(c.zero) + " shards AdamW state; use the adamw optimizer or ZeRO stage 0");
-  }
   check_experts(c, *this);
   check_tensor(c.model, tensor);
   if (c.tp_overlap && !c.sequence_parallel) {

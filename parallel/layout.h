@@ -25,7 +25,6 @@ struct LayoutChecks {
   int64_t global_batch = 0;  // sequences per step over all data ranks; 0: not checked
   int microbatches = 1;      // gradient-accumulation microbatches per step
   int zero = 0;              // ZeRO stage 0-3
-  std::string optimizer = "adamw";
   bool sequence_parallel = false;  // the tensor axis must divide a microbatch's sequences
   bool tp_overlap = false;         // the collective matmul: needs sequence parallelism
   ScheduleKind pipeline_schedule = ScheduleKind::k1F1B;

@@ -75,8 +75,8 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   return out;
 }
 
-void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::string& path,
-                     const std::function<void(CheckpointWriter&)>& finish) {
+void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const optim::Optimizer& optimizer,
+                     const std::string& path, const std::function<void(CheckpointWriter&)>& finish) {
   const int stages = has_pipe(mesh) ? mesh.axis_size("pipe") : 1;
   const int here = stages > 1 ? mesh.coord("pipe") : 0;
   const bool leader = stage_leader(mesh);
@@ -87,8 +87,9 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::st
         const auto mode = stage == 0 ? CheckpointWriter::Mode::kCreate : CheckpointWriter::Mode::kAppend;
         writer = std::make_unique<CheckpointWriter>(path, mode);
       }
-      model->save(writer.get());
+      model->save(writer.get(), optimizer);
       if (writer && stages == 1) {
+        writer->set_attribute("optimizer_step", optimizer.step_count());
         finish(*writer);
         return writer->commit();
       }
@@ -99,9 +100,15 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::st
   }
   if (stages > 1 && mesh.rank() == 0) {
     CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);
+    writer.set_attribute("optimizer_step", optimizer.step_count());
     finish(writer);
     writer.commit();
   }
+}
+
+void load_checkpoint(const CheckpointReader& reader, const ParallelModel& model, optim::Optimizer& optimizer) {
+  model->load(reader, optimizer);
+  optimizer.set_step_count(reader.int_attribute("optimizer_step"));
 }
 
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step) {

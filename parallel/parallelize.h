@@ -12,11 +12,13 @@
 //   Mesh mesh(job, layout.axes);
 //   auto model = [&] { nn::DeferParameters defer; return std::make_unique<nn::Transformer>(config); }();
 //   auto strategy = parallelize(*model, mesh, {.data = {.zero = 1, .seed = seed}});
+//   optim::AdamW optimizer(strategy->parameters(), {.weight_decay = 0.1f});  // this rank's views
 //   for (...) {
 //     for (int i = 0; i < k; ++i) { strategy->begin_microbatch(i, k); loss(i).backward(); }
 //     strategy->finish_gradients();
-//     strategy->clip_grad_norm(1.0);
-//     strategy->step(lr);
+//     optim::clip_grad_norm(optimizer.views(), 1.0, strategy->norm_reduction());
+//     optimizer.step(lr);
+//     strategy->finish_step();
 //     strategy->zero_grad();
 //   }
 //
@@ -46,7 +48,7 @@ struct ParallelConfig {
 
 // The strategies parallelize() applied, as a training step uses them: the pipeline (if
 // the mesh has a pipe axis) runs the forward and backward passes, the data-parallel
-// strategy owns the gradient reduction, the optimizer and checkpoint I/O. It reads as a
+// strategy owns the gradient reduction, the views the optimizer updates and checkpoint I/O. It reads as a
 // pointer to the latter: dp->finish_gradients(), *dp.
 struct ParallelModel {
   std::unique_ptr<DataParallel> data;
@@ -66,13 +68,16 @@ struct ParallelModel {
 // has checked the model and batch against the axes on every rank beforehand.
 ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
-// Collective over the mesh: writes every parameter and its optimizer state, unsharded, to
-// the checkpoint at `path`; then `finish` adds the run's attributes on mesh rank 0, which
-// commits the file. Without a pipe axis rank 0 writes it all; with one, each stage's
+// Collective over the mesh: writes every parameter and its state in `optimizer` (built
+// over model->parameters()), unsharded, to the checkpoint at `path`, with the attribute
+// optimizer_step; then `finish` adds the run's attributes on mesh rank 0, which commits
+// the file. Without a pipe axis rank 0 writes it all; with one, each stage's
 // leader (its rank whose other coordinates are 0) writes its stages' tensors into the
 // same file in turn -- so those ranks need a filesystem they share.
-void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const std::string& path,
-                     const std::function<void(CheckpointWriter&)>& finish);
+void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const optim::Optimizer& optimizer,
+                     const std::string& path, const std::function<void(CheckpointWriter&)>& finish);
+// Every rank reads the parameters and optimizer state it owns, and the optimizer's step.
+void load_checkpoint(const CheckpointReader& reader, const ParallelModel& model, optim::Optimizer& optimizer);
 
 // Inference (generate): only the model-parallel strategies, tensor today -- no optimizer,
 // no gradient reduction. Deferred parameters are allocated (each rank its shards) and

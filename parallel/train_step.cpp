@@ -4,11 +4,12 @@
 
 #include "framework/error.h"
 #include "framework/ops.h"
+#include "optim/clip.h"
 
 namespace shardlab::parallel {
 
-StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, const data::Batch& batch,
-                      int microbatches, float lr, double max_norm, CommTrace* trace) {
+StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
+                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace) {
   StepResult result;
   DataParallel& strategy = *parallel;
   // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
@@ -36,8 +37,9 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, con
   }
   result.moe = model.moe_state->stats;
   strategy.finish_gradients();
-  result.grad_norm = strategy.clip_grad_norm(max_norm);
-  strategy.step(lr);
+  result.grad_norm = optim::clip_grad_norm(optimizer.views(), max_norm, strategy.norm_reduction());
+  optimizer.step(lr);
+  strategy.finish_step();
   strategy.zero_grad();
   return result;
 }

@@ -1,16 +1,18 @@
 // One optimizer step of a parallelised model, written once for every program that trains
 // (train_gpt, the tests, the benchmarks), and reading as llm.c's loop: for each of k
 // microbatches forward and backward of its mean loss scaled by 1/k (gradients are
-// communicated only during the last), then finish the gradients, clip, step, zero. With
-// a pipeline the schedule runs the k microbatches' forward and backward passes instead,
-// and the gradients are reduced once it has finished.
+// communicated only during the last), then finish the gradients, clip, optimizer step,
+// zero. With a pipeline the schedule runs the k microbatches' forward and backward passes
+// instead, and the gradients are reduced once it has finished.
 //
 //   auto strategy = parallelize(model, mesh, config);
-//   const StepResult r = train_step(model, strategy, loader.next(), k, schedule.lr(step), 1.0);
+//   auto optimizer = optim::make_optimizer({.name = "adamw"}, strategy->parameters());
+//   const StepResult r = train_step(model, strategy, *optimizer, loader.next(), k, schedule.lr(step), 1.0);
 #pragma once
 
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
+#include "optim/optimizer.h"
 #include "parallel/comm/comm_trace.h"
 #include "parallel/parallelize.h"
 
@@ -24,7 +26,8 @@ struct StepResult {
 
 // `batch` is this rank's rows of the global batch. With a trace, each microbatch's
 // forward and backward is a span on its compute lane.
-StepResult train_step(nn::Transformer& model, const ParallelModel& strategy, const data::Batch& batch, int microbatches,
-                      float lr, double max_norm, CommTrace* trace = nullptr);
+// `optimizer` is built over strategy->parameters().
+StepResult train_step(nn::Transformer& model, const ParallelModel& strategy, optim::Optimizer& optimizer,
+                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace = nullptr);
 
 }  // namespace shardlab::parallel

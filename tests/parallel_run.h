@@ -6,23 +6,35 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <memory>
 
+#include "optim/make_optimizer.h"
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/reference_run.h"
 
 namespace shardlab::testing {
 
+// The standard run's optimizer (reference_run.h), or `config`'s, over this rank's parameter views.
+inline std::unique_ptr<optim::Optimizer> standard_optimizer(const parallel::ParallelModel& strategy,
+                                                            const optim::OptimizerConfig& config = kStandardOptimizer) {
+  return optim::make_optimizer(config, strategy->parameters());
+}
+
 // Trains `model`, parallelised as `strategy` on `mesh`, for the standard run in
 // `microbatches`; each step's loss of the whole global batch and gradient norm, and
 // after the steps the whole model gathered (this rank's shards under tensor parallelism).
+// `optimizer` is the strategy's standard_optimizer, or else one built as it is.
 inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelModel& strategy,
-                              const parallel::Mesh& mesh, int microbatches) {
+                              const parallel::Mesh& mesh, int microbatches, optim::Optimizer* optimizer = nullptr) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+  std::unique_ptr<optim::Optimizer> owned = optimizer ? nullptr : standard_optimizer(strategy);
+  if (!optimizer) optimizer = owned.get();
   Run r;
   for (int s = 0; s < kSteps; ++s) {
-    const parallel::StepResult step = parallel::train_step(model, strategy, loader.next(), microbatches, kLr, 1.0);
+    const parallel::StepResult step =
+        parallel::train_step(model, strategy, *optimizer, loader.next(), microbatches, kLr, 1.0);
     r.grad_norms.push_back(step.grad_norm);
     double loss = step.loss;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, axes.all->comm());

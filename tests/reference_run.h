@@ -12,7 +12,7 @@
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
 #include "framework/ops.h"
-#include "optim/adamw.h"
+#include "optim/make_optimizer.h"
 #include "optim/clip.h"
 
 namespace shardlab::testing {
@@ -21,6 +21,9 @@ namespace shardlab::testing {
 inline constexpr int kSteps = 10;
 inline constexpr int64_t kBatch = 8, kSeq = 16;
 inline constexpr float kLr = 3e-3f;
+inline constexpr float kWeightDecay = 0.1f;  // AdamW's, on the parameters that decay
+// The optimizer of the standard run.
+inline const optim::OptimizerConfig kStandardOptimizer{.name = "adamw", .adamw = {.weight_decay = kWeightDecay}};
 
 inline std::shared_ptr<const data::Dataset> arithmetic_dataset() {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});
@@ -64,13 +67,15 @@ struct ReferenceSpec {
   int steps;
   float lr;
   int microbatches;
+  optim::OptimizerConfig optimizer = kStandardOptimizer;
 };
 
 inline Run single_process_run(const nn::ModelConfig& c, std::shared_ptr<const data::Dataset> dataset,
                               const ReferenceSpec& s) {
   nn::Transformer model(c);
   nn::initialize(model, s.seed);
-  optim::AdamW opt(model.named_parameters(), {.weight_decay = 0.1f});
+  const auto optimizer = optim::make_optimizer(s.optimizer, optim::module_parameters(model));
+  optim::Optimizer& opt = *optimizer;
   data::BatchLoader loader(std::move(dataset), s.batch, s.seq_len);
   Run r;
   // The auxiliary losses reach backward on their own: they follow the 1/k on the loss.
@@ -87,18 +92,19 @@ inline Run single_process_run(const nn::ModelConfig& c, std::shared_ptr<const da
     const nn::MoeStats& moe = model.moe_state->stats;
     r.aux_losses.push_back(moe.layer_forwards ? moe.aux_loss / moe.layer_forwards : 0.0);
     r.dropped.push_back(moe.dropped);
-    r.grad_norms.push_back(optim::clip_grad_norm(opt.params(), 1.0));
+    r.grad_norms.push_back(optim::clip_grad_norm(opt.views(), 1.0));
     opt.step(s.lr);
-    opt.zero_grad();
+    model.zero_grad();
   }
   r.params = snapshot(model);
   return r;
 }
 
 // single_process_run of the standard test run above.
-inline Run reference(const nn::ModelConfig& c, int microbatches, uint64_t seed) {
+inline Run reference(const nn::ModelConfig& c, int microbatches, uint64_t seed,
+                     const optim::OptimizerConfig& optimizer = kStandardOptimizer) {
   return single_process_run(c, arithmetic_dataset(), {.seed = seed, .batch = kBatch, .seq_len = kSeq, .steps = kSteps,
-                                                      .lr = kLr, .microbatches = microbatches});
+                                                      .lr = kLr, .microbatches = microbatches, .optimizer = optimizer});
 }
 
 }  // namespace shardlab::testing

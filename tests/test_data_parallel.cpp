@@ -47,16 +47,17 @@ Run reference(nn::Remat remat, int accum) {
   return shardlab::testing::reference(tiny(remat), accum, 11);
 }
 
-Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true) {
+Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true,
+                const optim::OptimizerConfig& optimizer = shardlab::testing::kStandardOptimizer) {
   const auto owned = deferred_tiny(remat);
   nn::Transformer& model = *owned;
   auto dp = parallelize(model, mesh,
                         {.data = {.zero = zero,
                                   .bucket_mb = 0.01,
                                   .reshard_after_forward = reshard,
-                                  .seed = 11,
-                                  .adamw = {.weight_decay = 0.1f}}});
-  return train_standard_run(model, dp, mesh, accum);
+                                  .seed = 11}});
+  const auto opt = shardlab::testing::standard_optimizer(dp, optimizer);
+  return train_standard_run(model, dp, mesh, accum, opt.get());
 }
 
 void check_equal(const Run& ref, const Run& got) {
@@ -94,6 +95,20 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
         }
         check_equal(ref, distributed(mesh, 3, remat, accum, /*reshard=*/false));
       }
+    }
+  }
+}
+
+TEST_CASE("the optimizer is the caller's: SGD with momentum trains under every ZeRO stage as in one process") {
+  // The strategies hand out parameter views and know nothing of the optimizer's update.
+  const optim::OptimizerConfig sgd{.name = "sgd", .sgd = {.momentum = 0.9f}};
+  const Run ref = shardlab::testing::reference(tiny(nn::Remat::None), 2, 11, sgd);
+  for (const std::string& spec : data_parallel_meshes()) {
+    Mesh mesh(MPI_COMM_WORLD, spec);
+    for (int zero = 0; zero <= 3; ++zero) {
+      CAPTURE(spec);
+      CAPTURE(zero);
+      check_equal(ref, distributed(mesh, zero, nn::Remat::None, 2, true, sgd));
     }
   }
 }
@@ -149,6 +164,7 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     config.bucket_mb = 0.01;
     config.reshard_after_forward = zero != 4;
     auto dp = parallelize(model, mesh, {.data = config});
+    optim::AdamW optimizer(dp->parameters());
     data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();
@@ -156,7 +172,8 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     dp->begin_microbatch(0, 1);
     model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
     dp->finish_gradients();
-    dp->step(kLr);
+    optimizer.step(kLr);
+    dp->finish_step();
     mesh.context().trace.set_recording(false);
     std::map<CollectiveOp, int> count;
     for (const CommRecord& r : mesh.context().trace.events()) count[r.op]++;

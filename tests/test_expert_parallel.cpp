@@ -67,18 +67,18 @@ ExpertRun distributed(const Mesh& mesh, const Case& k, const std::string& checkp
   config.data.bucket_mb = 0.01;
   config.data.zero = k.zero;
   config.data.seed = kSeed;
-  config.data.adamw.weight_decay = 0.1f;
   config.pipeline.microbatches = k.accum;
   check_plan_agreement(mesh, plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = k.accum}));
   const ParallelModel strategy = parallelize(*model, mesh, config);
   mesh.context().trace.clear();
   mesh.context().trace.set_recording(true);
-  ExpertRun r{train_standard_run(*model, strategy, mesh, k.accum)};
+  const auto optimizer = standard_optimizer(strategy);
+  ExpertRun r{train_standard_run(*model, strategy, mesh, k.accum, optimizer.get())};
   for (const CommRecord& e : mesh.context().trace.events()) {
     if (e.group == "expert" && e.op == CollectiveOp::kAllToAll) r.expert_bytes += e.bytes;
   }
   mesh.context().trace.set_recording(false);
-  save_checkpoint(mesh, strategy, checkpoint, [](CheckpointWriter& w) { w.set_attribute("step", int64_t{kSteps}); });
+  save_checkpoint(mesh, strategy, *optimizer, checkpoint, [](CheckpointWriter& w) { w.set_attribute("step", int64_t{kSteps}); });
   return r;
 }
 

@@ -68,7 +68,6 @@ PipelineRun distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& 
   config.data.zero = k.zero;
   config.data.bucket_mb = 0.01;
   config.data.seed = kSeed;
-  config.data.adamw.weight_decay = 0.1f;
   config.pipeline = {.schedule = k.schedule, .virtual_stages = k.virtual_stages, .microbatches = accum,
                      .layers = k.layers};
   // Every rank plans the same collectives on each group it shares.

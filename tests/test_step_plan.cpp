@@ -12,6 +12,7 @@
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 #include "framework/memory.h"
+#include "optim/adamw.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/parallelize.h"
@@ -33,12 +34,13 @@ std::vector<CommRecord> run_step(const Mesh& mesh, const ParallelConfig& config,
                                  std::unique_ptr<nn::Transformer> model = deferred_tiny()) {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});
   auto dp = parallelize(*model, mesh, config);
+  optim::AdamW optimizer(dp->parameters());
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(task.train(), 8, 16, axes.all->rank(), axes.all->size());
   const data::Batch batch = loader.next();
   mesh.context().trace.clear();
   mesh.context().trace.set_recording(true);
-  train_step(*model, dp, batch, microbatches, 1e-3f, 1.0);
+  train_step(*model, dp, optimizer, batch, microbatches, 1e-3f, 1.0);
   mesh.context().trace.set_recording(false);
   std::vector<CommRecord> events = mesh.context().trace.events();
   std::stable_sort(events.begin(), events.end(), [](const CommRecord& a, const CommRecord& b) { return a.start < b.start; });

@@ -58,7 +58,6 @@ Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum,
   config.zero = zero;
   config.bucket_mb = 0.01;
   config.seed = kSeed;
-  config.adamw.weight_decay = 0.1f;
   return train_standard_run(*model, parallelize(*model, mesh, {.data = config, .tensor = tp}), mesh, accum);
 }
 
@@ -224,11 +223,12 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             const StepPlan plan =
                 plan_step(*model, mesh, parallel, {.batch = kBatch, .seq_len = kSeq, .microbatches = microbatches});
             auto strategy = parallelize(*model, mesh, parallel);
+            auto optimizer = standard_optimizer(strategy);
             const DataAxes axes = DataAxes::of(mesh);
             data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
             mesh.context().trace.clear();
             mesh.context().trace.set_recording(true);
-            train_step(*model, strategy, loader.next(), microbatches, kLr, 1.0);
+            train_step(*model, strategy, *optimizer, loader.next(), microbatches, kLr, 1.0);
             mesh.context().trace.set_recording(false);
             std::map<std::string, std::vector<PlannedCollective>> planned;
             std::map<std::string, std::vector<CommRecord>> ran;

@@ -303,13 +303,16 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
           .bucket_mb = bucket_mb,
           .overlap = overlap,
           .reshard_after_forward = reshard_after_forward,
-          .optimizer = optimizer,
-          .seed = seed,
+          .seed = seed};
+}
+
+optim::OptimizerConfig RunConfig::optimizer_config() const {
+  return {.name = optimizer,
           .adamw = {.beta1 = static_cast<float>(adam_beta1),
                     .beta2 = static_cast<float>(adam_beta2),
                     .eps = static_cast<float>(adam_eps),
                     .weight_decay = static_cast<float>(weight_decay)},
-          .momentum = static_cast<float>(momentum)};
+          .sgd = {.momentum = static_cast<float>(momentum)}};
 }
 
 parallel::LayoutChecks RunConfig::layout_checks() const {
@@ -317,7 +320,6 @@ parallel::LayoutChecks RunConfig::layout_checks() const {
           .global_batch = batch,
           .microbatches = grad_accum,
           .zero = zero,
-          .optimizer = optimizer,
           .sequence_parallel = sequence_parallel,
           .tp_overlap = tp_overlap,
           .pipeline_schedule = parallel::parse_schedule_kind(pp_schedule),

@@ -13,6 +13,7 @@
 
 #include "framework/checkpoint.h"
 #include "framework/nn/config.h"
+#include "optim/make_optimizer.h"
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
 
@@ -69,6 +70,8 @@ struct RunConfig {
   void validate() const;         // UserError naming the values and the fix
   Attributes to_attributes() const;  // what a checkpoint stores as its config
   parallel::DataParallelConfig data_parallel() const;
+  // --optimizer and its options, for optim::make_optimizer over the strategy's parameters.
+  optim::OptimizerConfig optimizer_config() const;
   parallel::ParallelConfig parallel() const {
     return {.data = data_parallel(),
             .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},

@@ -117,13 +117,12 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
 }
 
 void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const parallel::ParallelModel& model,
-                     const TrainState& state, const RunConfig& run) {
+                     const optim::Optimizer& optimizer, const TrainState& state, const RunConfig& run) {
   if (mesh.rank() == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
   }
-  parallel::save_checkpoint(mesh, model, path, [&](CheckpointWriter& writer) {
-    writer.set_attribute("optimizer_step", model->optimizer_step());
+  parallel::save_checkpoint(mesh, model, optimizer, path, [&](CheckpointWriter& writer) {
     writer.set_attribute("step", state.step);
     writer.set_attribute("data_position", state.data_position);
     writer.set_attribute("seed", static_cast<int64_t>(run.seed));
@@ -131,9 +130,10 @@ void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const 
   });
 }
 
-TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, const nn::ModelConfig& expected) {
+TrainState load_checkpoint(const std::string& path, const parallel::ParallelModel& model, optim::Optimizer& optimizer,
+                           const nn::ModelConfig& expected) {
   auto r = open_for(path, expected);
-  dp.load(*r);
+  parallel::load_checkpoint(*r, model, optimizer);
   return {r->int_attribute("step"), r->int_attribute("data_position")};
 }
 

@@ -35,11 +35,12 @@ std::string checkpoint_path(const std::string& dir, int64_t step);
 
 // Collective over the mesh; the file is written atomically (parallel::save_checkpoint).
 void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const parallel::ParallelModel& model,
-                     const TrainState& state, const RunConfig& run);
+                     const optim::Optimizer& optimizer, const TrainState& state, const RunConfig& run);
 
 // Checks that the checkpoint was written for the same model (UserError naming what
 // differs), then every rank reads the parameters and optimizer state it owns.
-TrainState load_checkpoint(const std::string& path, parallel::DataParallel& dp, const nn::ModelConfig& expected);
+TrainState load_checkpoint(const std::string& path, const parallel::ParallelModel& model, optim::Optimizer& optimizer,
+                           const nn::ModelConfig& expected);
 
 // Only the weights, for inference (generate): the model config comes from the file.
 nn::ModelConfig checkpoint_model_config(const std::string& path);

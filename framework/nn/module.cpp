@@ -77,6 +77,10 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() {
   return out;
 }
 
+void Module::zero_grad() {
+  for (const Parameter& p : parameters()) p.tensor->zero_grad();
+}
+
 int64_t Module::num_parameters() {
   int64_t n = 0;
   for (const Parameter& p : parameters()) n += p.tensor->numel();

@@ -46,6 +46,7 @@ class Module {
   std::vector<Parameter> parameters();
   std::vector<std::pair<std::string, Tensor>> named_parameters();
   int64_t num_parameters();
+  void zero_grad();  // drops every parameter's gradient
 
   // Registers `child` under `name` (called by a child's constructor with its parent).
   void add_child_module(Module& child, const std::string& name);

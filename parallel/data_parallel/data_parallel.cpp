@@ -1,13 +1,10 @@
 #include "parallel/data_parallel/data_parallel.h"
 
-#include <cmath>
 #include <optional>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
-#include "optim/clip.h"
-#include "optim/sgd.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/data_parallel/gradient_buckets.h"
@@ -16,9 +13,6 @@
 
 namespace shardlab::parallel {
 namespace {
-
-// The parameter an optimizer state tensor belongs to: "m/blocks.0.attn.wo.weight" -> its name.
-std::string param_of_state(const std::string& state) { return state.substr(state.find('/') + 1); }
 
 // Stage 0 (DP): parameters, gradients and optimizer state whole on every rank; gradients
 // all-reduced in buckets, then averaged back into each parameter's .grad, so that any
@@ -33,33 +27,34 @@ class DistributedDataParallel : public DataParallel {
     if (buckets_) buckets_->set_sync(index == count - 1);
   }
   void finish_gradients() override;
-  double clip_grad_norm(double max_norm) override;
-  void step(float lr) override { optimizer_->step(lr); }
+  optim::ParamViews local_parameters() override;
+  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, nullptr); }
   void zero_grad() override;
-  void save(CheckpointWriter* writer) override;
-  void load(const CheckpointReader& reader) override;
-  int64_t optimizer_step() const override { return optimizer_->step_count(); }
+  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
  private:
   DataAxes axes_;
   std::vector<nn::Parameter> params_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  FlatLayout whole_;  // every parameter end to end: where checkpoint I/O places the optimizer state
   // None on one batch rank: nothing to exchange, the gradients stay where backward put them.
   std::optional<GradientBuckets> buckets_;
   ParamIO io_;
 };
 
+std::vector<FlatLayout::Param> flat_params(const std::vector<nn::Parameter>& params) {
+  std::vector<FlatLayout::Param> out;
+  for (const nn::Parameter& p : params) out.push_back({p.name, *p.tensor, p.decay});
+  return out;
+}
+
 DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), params_(model.parameters()), io_(c.model_shards) {
+    : axes_(DataAxes::of(mesh)), params_(model.parameters()), whole_(flat_params(params_), 1), io_(c.model_shards) {
   if (axes_.all->size() > 1) {
     buckets_.emplace(split_gradient_groups(params_, c.expert_parameters, *axes_.all, *axes_.expert_data), c.bucket_mb,
                      1, GradientBuckets::kAllReduce, c.overlap, MemoryCategory::Gradients);
   }
-  std::vector<std::pair<std::string, Tensor>> named;
-  for (const nn::Parameter& p : params_) named.emplace_back(p.name, *p.tensor);
-  if (c.optimizer == "sgd") optimizer_ = std::make_unique<optim::SGD>(named, optim::SGDOptions{.momentum = c.momentum});
-  else optimizer_ = std::make_unique<optim::AdamW>(named, c.adamw);
 }
 
 void DistributedDataParallel::finish_gradients() {
@@ -72,17 +67,13 @@ void DistributedDataParallel::finish_gradients() {
   }
 }
 
-double DistributedDataParallel::clip_grad_norm(double max_norm) {
-  std::vector<optim::GradSpan> grads;
+optim::ParamViews DistributedDataParallel::local_parameters() {
+  optim::ParamViews views;
   for (const nn::Parameter& p : params_) {
     Tensor g = p.tensor->grad();
-    if (g.defined()) io_.add_grad_spans(grads, p.name, g.span());
+    io_.add_views(views, p.name, p.tensor->span(), g.defined() ? g.span() : std::span<float>{}, 0, p.decay);
   }
-  return optim::clip_grad_norm(grads, max_norm, [&](double local) {
-    double global = 0.0;
-    blocking([&] { global = io_.reduce_norm(local, nullptr); });
-    return global;
-  });
+  return views;
 }
 
 void DistributedDataParallel::zero_grad() {
@@ -90,21 +81,29 @@ void DistributedDataParallel::zero_grad() {
   for (const nn::Parameter& p : params_) p.tensor->zero_grad();
 }
 
-void DistributedDataParallel::save(CheckpointWriter* writer) {
+void DistributedDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   if (axes_.expert_data->rank() != 0) return;  // every expert rank holds experts of its own
   for (const nn::Parameter& p : params_) io_.write(writer, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
-  for (const auto& [name, t] : optimizer_->state_tensors()) {
-    io_.write(writer, "optim/" + name, param_of_state(name), t.shape(), t.span());
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor flat = Tensor::empty({whole_.padded()});
+  for (const std::string& kind : optimizer.state_kinds()) {
+    pack_state(optimizer, kind, whole_, 0, flat.span());
+    for (const FlatEntry& e : whole_.entries()) {
+      io_.write(writer, "optim/" + kind + "/" + e.name, e.name, e.param.shape(), flat.span().subspan(e.offset, e.numel));
+    }
   }
 }
 
-void DistributedDataParallel::load(const CheckpointReader& reader) {
+void DistributedDataParallel::load(const CheckpointReader& reader, const optim::Optimizer& optimizer) {
   for (const nn::Parameter& p : params_) io_.read(reader, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
-  for (const auto& [name, t] : optimizer_->state_tensors()) {
-    Tensor dst = t;
-    io_.read(reader, "optim/" + name, param_of_state(name), dst.shape(), dst.span());
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor flat = Tensor::zeros({whole_.padded()});
+  for (const std::string& kind : optimizer.state_kinds()) {
+    for (const FlatEntry& e : whole_.entries()) {
+      io_.read(reader, "optim/" + kind + "/" + e.name, e.name, e.param.shape(), flat.span().subspan(e.offset, e.numel));
+    }
+    unpack_state(optimizer, kind, whole_, 0, flat.span());
   }
-  optimizer_->set_step_count(reader.int_attribute("optimizer_step"));
 }
 
 std::string DistributedDataParallel::describe() const {

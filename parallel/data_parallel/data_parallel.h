@@ -3,7 +3,7 @@
 //
 //   stage 0 (DP)     replicated everything; gradients all-reduced in buckets launched
 //                    from backward hooks as each bucket fills, overlapping backward
-//   stage 1          + AdamW state sharded: all-reduce, update own slice, all-gather params
+//   stage 1          + optimizer state sharded: all-reduce, update own slice, all-gather params
 //   stage 2          + gradients sharded: reduce-scatter, update own slice, all-gather params
 //   stage 3 (FSDP)   + parameters sharded (fsdp/fsdp.h): each block gathered just
 //                    before its forward and again before its backward, gradients
@@ -17,11 +17,15 @@
 // the mean loss of its equal slice of the global batch, every layout optimises the loss
 // of the whole batch, as the single process does.
 //
-// A training step, for k microbatches:
+// The strategy reduces and stores; the optimizer is built outside it, over the parameter
+// views this rank updates (optim/optimizer.h): whole parameters at stage 0, this rank's
+// slice of every bucket or unit at stages 1-3. A training step, for k microbatches:
+//   optim::AdamW opt(dp->parameters(), {.weight_decay = 0.1f});   // once
 //   for (int i = 0; i < k; ++i) { dp->begin_microbatch(i, k); loss(micro i).backward(); }
 //   dp->finish_gradients();                 // waits for the last reductions
-//   dp->clip_grad_norm(1.0);
-//   dp->step(lr);
+//   optim::clip_grad_norm(opt.views(), 1.0, dp->norm_reduction());
+//   opt.step(lr);
+//   dp->finish_step();                      // stages 1-2: all_gather the updated slices
 //   dp->zero_grad();
 #pragma once
 
@@ -32,7 +36,8 @@
 
 #include "framework/checkpoint.h"
 #include "framework/nn/transformer.h"
-#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/optimizer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
 #include "parallel/model_shards.h"
@@ -45,10 +50,7 @@ struct DataParallelConfig {
   bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end)
   bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
                                       // forward (false: keep them until its backward, no regather)
-  std::string optimizer = "adamw";  // stage 0 also takes "sgd"
   uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
-  optim::AdamWOptions adamw;
-  float momentum = 0.9f;        // SGD
   // Set by parallelize() when a model-parallel strategy split the parameters first: the
   // checkpoint I/O and gradient norm then go through it (model_shards.h).
   std::shared_ptr<const ModelShards> model_shards = nullptr;
@@ -77,20 +79,41 @@ class DataParallel {
   virtual void begin_microbatch(int index, int count) = 0;
   // Waits for outstanding reductions; the gradients are then the mean over data ranks.
   virtual void finish_gradients() = 0;
-  // Global L2 norm of the gradients before clipping, over all shards; scales them to max_norm.
-  virtual double clip_grad_norm(double max_norm) = 0;
-  virtual void step(float lr) = 0;
+  // What this rank's optimizer updates: its parameter elements, each with its averaged
+  // gradient once finish_gradients() has returned (empty before), and whether this rank
+  // counts it in the gradient norm. The same views, in the same order, every step.
+  virtual optim::ParamViews local_parameters() = 0;
+  // The global sum of squared gradients from this rank's counted part: summed over the
+  // ranks that shard the gradients and over the model-parallel group. Collective.
+  virtual double reduce_squared_norm(double local) = 0;
+  // After the optimizer has updated local_parameters(): stages 1-2 all_gather every
+  // rank's updated slices, so that each holds the whole model again.
+  virtual void finish_step() {}
   virtual void zero_grad() = 0;
+
+  // The optimizer's source (optim::ParamSource) and optim::clip_grad_norm's reduction
+  // (counted as exposed communication).
+  optim::ParamSource parameters() {
+    return [this] { return local_parameters(); };
+  }
+  optim::SquaredNormReduce norm_reduction() {
+    return [this](double local) {
+      double global = 0.0;
+      blocking([&] { global = reduce_squared_norm(local); });
+      return global;
+    };
+  }
+
   // Puts the full parameters into the model's tensors (for evaluation and decoding) until
   // release_full_params(); no-ops where parameters are replicated.
   virtual void gather_full_params() {}
   virtual void release_full_params() {}
-  // Collective. Writes params/<name> and optim/<kind>/<name> unsharded, gathering one
-  // group at a time; only the rank holding a writer (rank 0 of the mesh) writes.
-  virtual void save(CheckpointWriter* writer) = 0;
-  // Each rank reads only what it owns.
-  virtual void load(const CheckpointReader& reader) = 0;
-  virtual int64_t optimizer_step() const = 0;
+  // Collective. Writes params/<name> and the optimizer's state as optim/<kind>/<name>,
+  // unsharded, gathering one group at a time; only the rank holding a writer (rank 0 of
+  // the mesh) writes. `optimizer` is the one built over parameters().
+  virtual void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) = 0;
+  // Each rank reads only what it owns: its parameters and its views' optimizer state.
+  virtual void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) = 0;
   virtual std::string describe() const = 0;
 
   // Seconds this rank has spent blocked on the strategy's communication since it was

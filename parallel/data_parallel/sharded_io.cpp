@@ -1,7 +1,9 @@
 #include "parallel/data_parallel/sharded_io.h"
 
 #include <algorithm>
+#include <map>
 
+#include "framework/error.h"
 #include "framework/memory.h"
 #include "parallel/comm/collectives.h"
 
@@ -28,20 +30,24 @@ void ParamIO::read_range(const CheckpointReader& reader, const std::string& key,
   std::copy_n(local.data() + offset, out.size(), out.begin());
 }
 
-void ParamIO::add_grad_spans(std::vector<optim::GradSpan>& out, const std::string& param, std::span<float> grad,
-                             int64_t offset) const {
-  if (!shards_) return out.push_back({grad, true});
-  // grad's elements in the order of the parameter, marked counted inside norm_ranges.
-  const int64_t end = offset + static_cast<int64_t>(grad.size());
+void ParamIO::add_views(optim::ParamViews& out, const std::string& param, std::span<float> value,
+                        std::span<float> grad, int64_t offset, bool decay) const {
+  const auto add = [&](int64_t from, int64_t to, bool counted) {  // [from, to) of the parameter
+    const size_t at = static_cast<size_t>(from - offset), n = static_cast<size_t>(to - from);
+    out.push_back({.name = param, .offset = from, .value = value.subspan(at, n),
+                   .grad = grad.empty() ? grad : grad.subspan(at, n), .decay = decay, .counted = counted});
+  };
+  const int64_t end = offset + static_cast<int64_t>(value.size());
+  if (!shards_) return add(offset, end, true);
   int64_t at = offset;
   for (const auto& [lo, hi] : shards_->norm_ranges(param)) {
     const int64_t a = std::max(lo, offset), b = std::min(hi, end);
     if (a >= b) continue;
-    if (at < a) out.push_back({grad.subspan(at - offset, a - at), false});
-    out.push_back({grad.subspan(a - offset, b - a), true});
+    if (at < a) add(at, a, false);
+    add(a, b, true);
     at = b;
   }
-  if (at < end) out.push_back({grad.subspan(at - offset, end - at), false});
+  if (at < end) add(at, end, false);
 }
 
 double ParamIO::reduce_norm(double local, const AxisGroup* data_shard) const {
@@ -68,6 +74,44 @@ void load_sharded(const CheckpointReader& reader, const FlatLayout& layout, int 
   std::fill(slice.begin(), slice.end(), 0.0f);
   layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
     io.read_range(reader, prefix + e.name, e.name, e.param.shape(), a - e.offset, slice.subspan(a - lo, b - a));
+  });
+}
+
+namespace {
+
+// Calls fn(state, position in flat) for every state tensor of kind `kind` whose view lies
+// in `layout`'s elements [lo, lo + size).
+template <typename Fn>
+void for_each_state_in(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout,
+                       int64_t lo, int64_t size, Fn fn) {
+  std::map<std::string, int64_t> offset_of;
+  for (const FlatEntry& e : layout.entries()) offset_of.emplace(e.name, e.offset);
+  for (const optim::Optimizer::State& s : optimizer.state()) {
+    if (s.kind != kind) continue;
+    const optim::ParamView& view = optimizer.layout()[s.view];
+    const auto it = offset_of.find(view.name);
+    if (it == offset_of.end()) continue;
+    const int64_t at = it->second + view.offset - lo;
+    SL_ASSERT(at >= 0 && at + s.tensor.numel() <= size, "optimizer state of " + view.name + " lies outside the flat range");
+    fn(s.tensor, at);
+  }
+}
+
+}  // namespace
+
+void pack_state(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout, int64_t lo,
+                std::span<float> flat) {
+  std::fill(flat.begin(), flat.end(), 0.0f);
+  for_each_state_in(optimizer, kind, layout, lo, static_cast<int64_t>(flat.size()), [&](const Tensor& t, int64_t at) {
+    std::copy_n(t.data(), t.numel(), flat.begin() + at);
+  });
+}
+
+void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout, int64_t lo,
+                  std::span<const float> flat) {
+  for_each_state_in(optimizer, kind, layout, lo, static_cast<int64_t>(flat.size()), [&](const Tensor& t, int64_t at) {
+    Tensor state = t;
+    std::copy_n(flat.begin() + at, t.numel(), state.data());
   });
 }
 

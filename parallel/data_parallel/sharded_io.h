@@ -17,7 +17,7 @@
 #include <string>
 
 #include "framework/checkpoint.h"
-#include "optim/clip.h"
+#include "optim/optimizer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/data_parallel/flat_layout.h"
 #include "parallel/model_shards.h"
@@ -37,11 +37,12 @@ class ParamIO {
   void read_range(const CheckpointReader& reader, const std::string& key, const std::string& param,
                   const Shape& shape, int64_t offset, std::span<float> out) const;
 
-  // Appends `grad`, elements [offset, offset + grad.size()) of parameter `param`'s local
-  // gradient, as the spans optim::clip_grad_norm scales, each marked with whether this
-  // rank counts it in the norm (ModelShards::norm_ranges; all of it without one).
-  void add_grad_spans(std::vector<optim::GradSpan>& out, const std::string& param, std::span<float> grad,
-                      int64_t offset = 0) const;
+  // Appends elements [offset, offset + value.size()) of parameter `param`'s local tensor,
+  // with their gradient (empty, or of the same size), as optimizer views: split where
+  // whether this rank counts them in the gradient norm changes (ModelShards::norm_ranges;
+  // all counted without one).
+  void add_views(optim::ParamViews& out, const std::string& param, std::span<float> value, std::span<float> grad,
+                 int64_t offset, bool decay) const;
   // The global sum of squares from this rank's counted part: summed over `data_shard`
   // (where gradients are sharded; nullptr where they are replicated) and over the
   // model-parallel group.
@@ -57,5 +58,13 @@ void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<co
                   const std::string& prefix, const ParamIO& io, bool writes, CheckpointWriter* writer);
 void load_sharded(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const std::string& prefix,
                   const ParamIO& io, std::span<float> slice);
+
+// The optimizer's state of kind `kind` for the views that lie in `layout`, moved between
+// the optimizer and `flat`, which holds the layout's elements [lo, lo + flat.size()):
+// pack_state writes them into `flat` (zero elsewhere), unpack_state reads them back.
+void pack_state(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout, int64_t lo,
+                std::span<float> flat);
+void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout, int64_t lo,
+                  std::span<const float> flat);
 
 }  // namespace shardlab::parallel

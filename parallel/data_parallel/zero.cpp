@@ -3,10 +3,8 @@
 #include <tuple>
 
 #include "framework/memory.h"
-#include "optim/clip.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/data_parallel/gradient_buckets.h"
-#include "parallel/data_parallel/sharded_adamw.h"
 #include "parallel/data_parallel/sharded_io.h"
 
 namespace shardlab::parallel {
@@ -32,24 +30,24 @@ class ZeroDataParallel : public DataParallel {
   ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
   void begin_microbatch(int index, int count) override { buckets_.set_sync(index == count - 1); }
   void finish_gradients() override;
-  double clip_grad_norm(double max_norm) override;
-  void step(float lr) override;
+  optim::ParamViews local_parameters() override;
+  // Each rank counts its own slice of the gradients.
+  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, axes_.shard); }
+  void finish_step() override;
   void zero_grad() override { buckets_.zero_grad(); }
-  void save(CheckpointWriter* writer) override;
-  void load(const CheckpointReader& reader) override;
-  int64_t optimizer_step() const override { return adamw_->step_count(); }
+  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
  private:
   // This rank's averaged gradients of bucket b: all of it (stage 1) or its slice (stage 2),
-  // with the element range [lo, hi) of the bucket they cover.
+  // with the element range [lo, hi) of the bucket they cover; empty before they are reduced.
   std::span<float> gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const;
 
   DataAxes axes_;
   DataParallelConfig config_;
   int stage_;
   GradientBuckets buckets_;
-  std::unique_ptr<ShardedAdamW> adamw_;
   ParamIO io_;
 };
 
@@ -60,19 +58,16 @@ ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, con
       buckets_(zero_groups(model.parameters(), c, axes_), c.bucket_mb, axes_.shard->size(),
                c.zero == 2 ? GradientBuckets::kReduceScatter : GradientBuckets::kAllReduce, c.overlap,
                MemoryCategory::Gradients),
-      io_(c.model_shards) {
-  std::vector<const FlatLayout*> groups;
-  for (auto& b : buckets_.buckets()) groups.push_back(&b->layout);
-  adamw_ = std::make_unique<ShardedAdamW>(groups, axes_.shard->rank(), c.adamw);
-}
+      io_(c.model_shards) {}
 
 std::span<float> ZeroDataParallel::gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const {
+  const Tensor& reduced = stage_ == 1 ? b.flat : b.slice;
   if (stage_ == 1) {
     lo = 0, hi = b.layout.padded();
-    return b.flat.span();
+  } else {
+    std::tie(lo, hi) = b.layout.slice(axes_.shard->rank());
   }
-  std::tie(lo, hi) = b.layout.slice(axes_.shard->rank());
-  return b.slice.span();
+  return reduced.defined() ? Tensor(reduced).span() : std::span<float>{};
 }
 
 void ZeroDataParallel::finish_gradients() {
@@ -87,69 +82,71 @@ void ZeroDataParallel::finish_gradients() {
   }
 }
 
-double ZeroDataParallel::clip_grad_norm(double max_norm) {
-  std::vector<optim::GradSpan> grads;
+// This rank's slice of every bucket: the model's own parameter memory, and the gradient
+// elements of the same range.
+optim::ParamViews ZeroDataParallel::local_parameters() {
+  optim::ParamViews views;
   for (auto& bucket : buckets_.buckets()) {
+    const auto [mine_lo, mine_hi] = bucket->layout.slice(axes_.shard->rank());
     int64_t lo = 0, hi = 0;
-    const std::span<float> flat = gradients(*bucket, lo, hi);
-    bucket->layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t z) {
-      io_.add_grad_spans(grads, e.name, flat.subspan(a - lo, z - a), a - e.offset);
+    const std::span<float> grads = gradients(*bucket, lo, hi);
+    bucket->layout.for_each_overlap(mine_lo, mine_hi, [&](const FlatEntry& e, int64_t a, int64_t z) {
+      Tensor param = e.param;
+      const std::span<float> grad = grads.empty() ? grads : grads.subspan(a - lo, z - a);
+      io_.add_views(views, e.name, param.span().subspan(a - e.offset, z - a), grad, a - e.offset, e.decay);
     });
   }
-  // Stage 1 holds the whole averaged gradient on every rank; stage 2 only a slice of it.
-  const AxisGroup* sharded = stage_ == 2 ? axes_.shard : nullptr;
-  return optim::clip_grad_norm(grads, max_norm, [&](double local) {
-    double global = 0.0;
-    blocking([&] { global = io_.reduce_norm(local, sharded); });
-    return global;
-  });
+  return views;
 }
 
-void ZeroDataParallel::step(float lr) {
-  adamw_->begin_step();
-  auto& buckets = buckets_.buckets();
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    GradientBuckets::Bucket& b = *buckets[i];
-    const auto [mine_lo, mine_hi] = b.layout.slice(axes_.shard->rank());
-    int64_t lo = 0, hi = 0;
-    const std::span<const float> grad = gradients(b, lo, hi).subspan(mine_lo - lo, mine_hi - mine_lo);
+void ZeroDataParallel::finish_step() {
+  for (auto& bucket : buckets_.buckets()) {
+    const FlatLayout& layout = bucket->layout;
+    const auto [mine_lo, mine_hi] = layout.slice(axes_.shard->rank());
     MemoryScope scope(MemoryCategory::Communication);
-    Tensor full = Tensor::empty({b.layout.padded()});
-    b.layout.pack_params(full.span());
-    std::span<float> mine = full.span().subspan(mine_lo, mine_hi - mine_lo);
-    adamw_->update(i, mine, grad, lr);
-    Tensor gathered = Tensor::empty({b.layout.padded()});
-    blocking([&] { all_gather(*axes_.shard, mine, gathered.span()); });
-    b.layout.unpack_params(gathered.span());
+    Tensor full = Tensor::empty({layout.padded()});
+    layout.pack_params(full.span());
+    Tensor gathered = Tensor::empty({layout.padded()});
+    blocking([&] { all_gather(*axes_.shard, full.span().subspan(mine_lo, mine_hi - mine_lo), gathered.span()); });
+    layout.unpack_params(gathered.span());
   }
 }
 
-void ZeroDataParallel::save(CheckpointWriter* writer) {
+void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
-  auto& buckets = buckets_.buckets();
-  for (size_t i = 0; i < buckets.size(); ++i) {
+  const auto kinds = optimizer.state_kinds();
+  for (auto& bucket : buckets_.buckets()) {
+    const FlatLayout& layout = bucket->layout;
     if (writes) {
-      for (const FlatEntry& e : buckets[i]->layout.entries()) {
+      for (const FlatEntry& e : layout.entries()) {
         io_.write(writer, "params/" + e.name, e.name, e.param.shape(), e.param.span());
       }
     }
-    save_sharded(*axes_.shard, buckets[i]->layout, adamw_->m(i).span(), "optim/m/", io_, writes, writer);
-    save_sharded(*axes_.shard, buckets[i]->layout, adamw_->v(i).span(), "optim/v/", io_, writes, writer);
+    MemoryScope scope(MemoryCategory::Communication);
+    Tensor slice = Tensor::empty({layout.shard_size()});
+    for (const std::string& kind : kinds) {
+      pack_state(optimizer, kind, layout, layout.slice(axes_.shard->rank()).first, slice.span());
+      save_sharded(*axes_.shard, layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
+    }
   }
 }
 
-void ZeroDataParallel::load(const CheckpointReader& reader) {
+void ZeroDataParallel::load(const CheckpointReader& reader, const optim::Optimizer& optimizer) {
   const int rank = axes_.shard->rank();
-  auto& buckets = buckets_.buckets();
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    for (const FlatEntry& e : buckets[i]->layout.entries()) {
+  const auto kinds = optimizer.state_kinds();
+  for (auto& bucket : buckets_.buckets()) {
+    const FlatLayout& layout = bucket->layout;
+    for (const FlatEntry& e : layout.entries()) {
       Tensor p = e.param;
       io_.read(reader, "params/" + e.name, e.name, p.shape(), p.span());
     }
-    load_sharded(reader, buckets[i]->layout, rank, "optim/m/", io_, adamw_->m(i).span());
-    load_sharded(reader, buckets[i]->layout, rank, "optim/v/", io_, adamw_->v(i).span());
+    MemoryScope scope(MemoryCategory::Communication);
+    Tensor slice = Tensor::empty({layout.shard_size()});
+    for (const std::string& kind : kinds) {
+      load_sharded(reader, layout, rank, "optim/" + kind + "/", io_, slice.span());
+      unpack_state(optimizer, kind, layout, layout.slice(rank).first, slice.span());
+    }
   }
-  adamw_->set_step_count(reader.int_attribute("optimizer_step"));
 }
 
 std::string ZeroDataParallel::describe() const {
@@ -167,8 +164,9 @@ std::unique_ptr<DataParallel> make_zero_data_parallel(nn::Transformer& model, co
 
 // What ZeroDataParallel issues in one step: the bucket reductions of the last microbatch
 // (launched during its backward, or after it without overlap), then the replica
-// all-reduces of a hybrid ZeRO-2 once all have arrived, the norm
-// of stage 2's sharded gradients, and the parameter all-gathers of the optimizer step.
+// all-reduces of a hybrid ZeRO-2 once all have arrived, the norm of the sharded
+// gradients (each rank counts its slice), and the parameter all-gathers after the
+// optimizer step.
 StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
   const DataAxes axes = DataAxes::of(mesh);
   const bool stage2 = c.zero == 2;
@@ -190,7 +188,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   };
   for (size_t i = 0; i < buckets.size(); ++i) reduce(i);
   for (size_t i = 0; i < buckets.size(); ++i) replica(i);
-  if (stage2) add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
+  add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   for (size_t i = 0; i < buckets.size(); ++i) {
     add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].layout.padded() * kBytesPerFloat,
                              "params bucket " + std::to_string(i)});

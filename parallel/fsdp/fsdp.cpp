@@ -9,10 +9,8 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
-#include "optim/clip.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
-#include "parallel/data_parallel/sharded_adamw.h"
 #include "parallel/data_parallel/sharded_io.h"
 
 namespace shardlab::parallel {
@@ -38,14 +36,14 @@ class FullyShardedDataParallel : public DataParallel {
   ~FullyShardedDataParallel() override;
   void begin_microbatch(int index, int count) override;
   void finish_gradients() override;
-  double clip_grad_norm(double max_norm) override;
-  void step(float lr) override;
+  optim::ParamViews local_parameters() override;
+  // Each rank counts its own shard of the gradients.
+  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, axes_.shard); }
   void zero_grad() override;
   void gather_full_params() override;
   void release_full_params() override;
-  void save(CheckpointWriter* writer) override;
-  void load(const CheckpointReader& reader) override;
-  int64_t optimizer_step() const override { return optimizer_->step_count(); }
+  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
  private:
@@ -62,7 +60,6 @@ class FullyShardedDataParallel : public DataParallel {
   nn::Transformer& model_;
   DataAxes axes_;
   std::vector<std::unique_ptr<Unit>> units_;  // 0: root, 1 + l: block l
-  std::unique_ptr<ShardedAdamW> optimizer_;
   bool sync_ = true;
   bool hold_full_ = false;
   bool reshard_after_forward_;
@@ -146,9 +143,6 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
     model.blocks[l]->add_forward_pre_hook([this, l](const Tensor& x) { return before_block(l + 1, x); });
     model.blocks[l]->add_forward_hook([this, l](const Tensor& y) { return after_block(l + 1, y); });
   }
-  std::vector<const FlatLayout*> groups;
-  for (auto& u : units_) groups.push_back(&u->layout);
-  optimizer_ = std::make_unique<ShardedAdamW>(groups, rank, config.adamw);
 }
 
 FullyShardedDataParallel::~FullyShardedDataParallel() {
@@ -245,25 +239,20 @@ void FullyShardedDataParallel::finish_gradients() {
   release(*units_[0]);
 }
 
-double FullyShardedDataParallel::clip_grad_norm(double max_norm) {
-  std::vector<optim::GradSpan> grads;
+// This rank's shard of every unit: the only persistent copy of those parameters, and
+// their gradient slice.
+optim::ParamViews FullyShardedDataParallel::local_parameters() {
+  optim::ParamViews views;
   const int rank = axes_.shard->rank();
   for (auto& u : units_) {
     const auto [lo, hi] = u->layout.slice(rank);
+    const std::span<float> grads = u->grad_slice.defined() ? u->grad_slice.span() : std::span<float>{};
     u->layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
-      io_.add_grad_spans(grads, e.name, u->grad_slice.span().subspan(a - lo, b - a), a - e.offset);
+      const std::span<float> grad = grads.empty() ? grads : grads.subspan(a - lo, b - a);
+      io_.add_views(views, e.name, u->shard.span().subspan(a - lo, b - a), grad, a - e.offset, e.decay);
     });
   }
-  return optim::clip_grad_norm(grads, max_norm, [&](double local) {
-    double global = 0.0;
-    blocking([&] { global = io_.reduce_norm(local, axes_.shard); });
-    return global;
-  });
-}
-
-void FullyShardedDataParallel::step(float lr) {
-  optimizer_->begin_step();
-  for (size_t i = 0; i < units_.size(); ++i) optimizer_->update(i, units_[i]->shard.span(), units_[i]->grad_slice.span(), lr);
+  return views;
 }
 
 void FullyShardedDataParallel::zero_grad() {
@@ -286,23 +275,33 @@ void FullyShardedDataParallel::release_full_params() {
   for (auto& u : units_) release(*u);
 }
 
-void FullyShardedDataParallel::save(CheckpointWriter* writer) {
+void FullyShardedDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
-  for (size_t i = 0; i < units_.size(); ++i) {
-    save_sharded(*axes_.shard, units_[i]->layout, units_[i]->shard.span(), "params/", io_, writes, writer);
-    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->m(i).span(), "optim/m/", io_, writes, writer);
-    save_sharded(*axes_.shard, units_[i]->layout, optimizer_->v(i).span(), "optim/v/", io_, writes, writer);
+  const int rank = axes_.shard->rank();
+  const auto kinds = optimizer.state_kinds();
+  for (auto& u : units_) {
+    save_sharded(*axes_.shard, u->layout, u->shard.span(), "params/", io_, writes, writer);
+    MemoryScope scope(MemoryCategory::Communication);
+    Tensor slice = Tensor::empty({u->layout.shard_size()});
+    for (const std::string& kind : kinds) {
+      pack_state(optimizer, kind, u->layout, u->layout.slice(rank).first, slice.span());
+      save_sharded(*axes_.shard, u->layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
+    }
   }
 }
 
-void FullyShardedDataParallel::load(const CheckpointReader& reader) {
+void FullyShardedDataParallel::load(const CheckpointReader& reader, const optim::Optimizer& optimizer) {
   const int rank = axes_.shard->rank();
-  for (size_t i = 0; i < units_.size(); ++i) {
-    load_sharded(reader, units_[i]->layout, rank, "params/", io_, units_[i]->shard.span());
-    load_sharded(reader, units_[i]->layout, rank, "optim/m/", io_, optimizer_->m(i).span());
-    load_sharded(reader, units_[i]->layout, rank, "optim/v/", io_, optimizer_->v(i).span());
+  const auto kinds = optimizer.state_kinds();
+  for (auto& u : units_) {
+    load_sharded(reader, u->layout, rank, "params/", io_, u->shard.span());
+    MemoryScope scope(MemoryCategory::Communication);
+    Tensor slice = Tensor::empty({u->layout.shard_size()});
+    for (const std::string& kind : kinds) {
+      load_sharded(reader, u->layout, rank, "optim/" + kind + "/", io_, slice.span());
+      unpack_state(optimizer, kind, u->layout, u->layout.slice(rank).first, slice.span());
+    }
   }
-  optimizer_->set_step_count(reader.int_attribute("optimizer_step"));
 }
 
 std::string FullyShardedDataParallel::describe() const {

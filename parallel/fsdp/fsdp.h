@@ -1,4 +1,5 @@
-// ZeRO-3 / FSDP: parameters, gradients and AdamW state sharded over the shard group.
+// ZeRO-3 / FSDP: parameters, gradients and optimizer state sharded over the shard group
+// (the optimizer, built outside over local_parameters(), sees only this rank's shards).
 //
 // The model is cut into units: one per Transformer block, plus a root unit for the
 // embeddings, final norm and head. A unit's parameters live as this rank's slice of one
