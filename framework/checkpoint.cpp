@@ -11,6 +11,7 @@
 #include <set>
 
 #include "framework/error.h"
+#include "framework/file_seal.h"
 #include "framework/hdf5_handle.h"
 #include "framework/slab.h"
 
@@ -23,7 +24,7 @@ using hdf5::Handle;
 constexpr const char* kFormatKey = "format";
 constexpr const char* kFormatName = "shardlab-checkpoint";
 constexpr const char* kFormatVersionKey = "format_version";
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;  // 2: sealed (file_seal.h)
 constexpr const char* kConfigGroup = "config";
 // 256 KiB chunks fit HDF5's default 1 MiB chunk cache, so pieces that share a chunk
 // are merged in memory instead of re-read from disk.
@@ -224,8 +225,11 @@ CheckpointWriter::CheckpointWriter(std::string path, Mode mode) : impl_(std::mak
   // to open or read instead of silently reading wrong values.
   Handle access(checked(H5Pcreate(H5P_FILE_ACCESS), what, kDiskHint), H5Pclose);
   checked(H5Pset_libver_bounds(access.get(), H5F_LIBVER_V110, H5F_LIBVER_LATEST), what, kDiskHint);
+  // Room at the start for the seal commit() writes (file_seal.h).
+  Handle creation(checked(H5Pcreate(H5P_FILE_CREATE), what, kDiskHint), H5Pclose);
+  checked(H5Pset_userblock(creation.get(), static_cast<hsize_t>(kSealBytes)), what, kDiskHint);
   const hid_t file = append ? H5Fopen(impl_->tmp_path.c_str(), H5F_ACC_RDWR, access.get())
-                            : H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+                            : H5Fcreate(impl_->tmp_path.c_str(), H5F_ACC_TRUNC, creation.get(), access.get());
   impl_->file = Handle(checked(file, what, append ? "every rank that writes needs the same filesystem" : kDiskHint),
                        H5Fclose);
   impl_->link_properties = Handle(checked(H5Pcreate(H5P_LINK_CREATE), what, kDiskHint), H5Pclose);
@@ -308,6 +312,7 @@ void CheckpointWriter::commit() {
   const std::string& tmp = impl_->tmp_path;
   checked(H5Fflush(impl_->file.get(), H5F_SCOPE_GLOBAL), "cannot flush checkpoint '" + tmp + "'", kDiskHint);
   if (!impl_->file.reset()) hdf5::throw_error("cannot close checkpoint '" + tmp + "'", kDiskHint);
+  seal_file(tmp);
   sync_path(tmp, O_RDONLY);
   if (std::rename(tmp.c_str(), impl_->path.c_str()) != 0) {
     throw UserError("cannot rename '" + tmp + "' to '" + impl_->path + "': " + std::strerror(errno) + "; " + kDiskHint);
@@ -356,8 +361,17 @@ CheckpointReader::CheckpointReader(std::string path) : impl_(std::make_unique<Im
   if (!std::filesystem::exists(impl_->path)) {
     throw UserError(where + " does not exist; check the path, or list the run directory for the checkpoints it holds");
   }
-  if (H5Fis_hdf5(impl_->path.c_str()) <= 0) {
-    throw UserError(where + " is not an HDF5 file; " + kCorruptHint);
+  // The seal first: HDF5 never walks a file that is not byte for byte as written
+  // (file_seal.h), so no damaged file reaches its parser.
+  const SealCheck seal = check_seal(impl_->path);
+  if (seal.state == SealCheck::kBroken) throw UserError(where + " " + seal.problem + "; " + kCorruptHint);
+  if (seal.state == SealCheck::kUnsealed) {
+    const std::string what = hdf5::signature_at_start(impl_->path)
+                                 ? "an HDF5 file without a seal: written by another program, or by shardlab before "
+                                   "checkpoint format 2, which this build does not read"
+                                 : "not an HDF5 file, or a checkpoint whose seal is damaged";
+    throw UserError(where + " is not a shardlab checkpoint (" + what + "); pass a checkpoint written by this "
+                    "shardlab, or if it was one, " + kCorruptHint);
   }
   impl_->file = Handle(checked(H5Fopen(impl_->path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open " + where,
                                kCorruptHint),

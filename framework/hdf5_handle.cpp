@@ -1,5 +1,8 @@
 #include "framework/hdf5_handle.h"
 
+#include <cstring>
+#include <fstream>
+
 #include "framework/error.h"
 
 namespace shardlab::hdf5 {
@@ -44,6 +47,14 @@ std::string last_error() {
 
 void throw_error(const std::string& what, const std::string& hint) {
   throw UserError(what + ": " + last_error() + "; " + hint);
+}
+
+bool signature_at_start(const std::string& path) {
+  static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  char head[8] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  return in.gcount() == sizeof head && std::memcmp(head, kSignature, sizeof head) == 0;
 }
 
 }  // namespace shardlab::hdf5

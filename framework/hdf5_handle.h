@@ -41,6 +41,9 @@ void silence_errors();
 // The reason on HDF5's current error stack ("truncated file: eof = 800, ..."); clears it.
 std::string last_error();
 
+// Whether the file starts with HDF5's signature (no userblock before it).
+bool signature_at_start(const std::string& path);
+
 // Throws UserError naming `what`, HDF5's reason and `hint`.
 [[noreturn]] void throw_error(const std::string& what, const std::string& hint);
 

@@ -7,9 +7,11 @@
 #    latest), the next start removes the interrupted write's .tmp file, and the resumed
 #    run's losses equal the uninterrupted run's bit for bit, with one metrics row per step
 #    (a step's row is written before its checkpoint).
-# 2. SIGSTOP of one rank of a 2-rank job with --collective-timeout 3: the other rank's
-#    watchdog ends the job, non-zero, within 30 s, naming the collective it waited in.
-# 3. kill -9 of one rank of a 2-rank job: the job ends non-zero within 30 s.
+# 2. SIGSTOP of one rank of a 2- and a 4-rank job with --collective-timeout 3: the other
+#    ranks' watchdogs end the job, non-zero, within 30 s, naming the collective they
+#    waited in and the stopped rank as the one missing (it did not answer them).
+# 3. kill -9 of one rank of a 2- and a 4-rank job: the job ends non-zero within 30 s, and
+#    the message names the dead rank. No process of the job is left behind.
 # Prints what it measured (kills that landed mid-write, seconds to exit).
 set -uo pipefail
 train=$1; shift
@@ -86,30 +88,38 @@ kill_during_writes() {  # kill_during_writes NAME RANKS ARGS...
 kill_during_writes "1 rank" 1
 kill_during_writes "2 ranks ZeRO-3" 2 --mesh data=2 --zero 3
 
-stop_or_kill() {  # stop_or_kill SIGNAL: signals rank 1 of a 2-rank job, times the job's end
-  local signal=$1 run="$dir/signal-$1"
+stop_or_kill() {  # stop_or_kill SIGNAL N V: signals rank V of an N-rank job, times the job's end
+  local signal=$1 n=$2 v=$3 run="$dir/signal-$1-$2"
   local start=$SECONDS
-  SHARDLAB_FAULT_TAG="$run" "${mpiexec[@]}" -n 2 -x SHARDLAB_FAULT_TAG "$train" "${common[@]}" --mesh data=2 \
+  SHARDLAB_FAULT_TAG="$run" "${mpiexec[@]}" -n "$n" -x SHARDLAB_FAULT_TAG "$train" "${common[@]}" --mesh data="$n" \
     --steps 100000 --ckpt-every 0 --collective-timeout 3 --ckpt-dir "$run" > "$run.out" 2>&1 &
   local job=$!
-  for _ in $(seq 200); do grep -q "^step" "$run.out" 2> /dev/null && break; sleep 0.05; done
+  for _ in $(seq 400); do grep -q "^step" "$run.out" 2> /dev/null && break; sleep 0.05; done
   local victim
-  victim=$(rank_pid "SHARDLAB_FAULT_TAG=$run" 1)
-  [ -n "$victim" ] || { fail "SIG$signal: rank 1 not found"; kill -9 $job; return; }
+  victim=$(rank_pid "SHARDLAB_FAULT_TAG=$run" "$v")
+  [ -n "$victim" ] || { fail "SIG$signal: rank $v not found"; kill -9 $job; return; }
   kill -"$signal" "$victim"
   local waited=0
   while kill -0 $job 2> /dev/null && [ $waited -lt 300 ]; do sleep 0.1; waited=$((waited + 1)); done
   if kill -0 $job 2> /dev/null; then
-    fail "SIG$signal of rank 1: the job is still running after 30 s"; kill -9 $job; kill -9 "$victim"; return
+    fail "SIG$signal of rank $v of $n: the job is still running after 30 s"; kill -9 $job; kill -9 "$victim"; return
   fi
   wait $job; local rc=$?
-  [ $rc -ne 0 ] || fail "SIG$signal of rank 1: the job exited 0"
-  [ "$signal" = STOP ] && ! grep -q "watchdog" "$run.out" && fail "SIGSTOP: no watchdog message"
+  [ $rc -ne 0 ] || fail "SIG$signal of rank $v of $n: the job exited 0"
+  local named
+  if [ "$signal" = STOP ]; then
+    named=$(grep -m1 -o "watchdog: missing: rank $v did not answer" "$run.out")
+  else  # the launcher sees the death first, or a watchdog its silence
+    named=$(grep -m1 -o "rank $v with PID [0-9]* on node [^ ]* exited on signal 9\|watchdog: missing: rank $v did not answer" "$run.out")
+  fi
+  [ -n "$named" ] || { fail "SIG$signal of rank $v of $n: no message names rank $v"; sed 's/^/    /' "$run.out" | tail -15; }
   [ -z "$(tagged_pids "SHARDLAB_FAULT_TAG=$run")" ] || fail "SIG$signal: processes of the job left behind"
-  echo "SIG$signal of rank 1 of 2: the job ended with exit $rc after $((SECONDS - start)) s ($(grep -m1 -o 'watchdog: [^;]*' "$run.out" || echo "MPI ended it"))"
+  echo "SIG$signal of rank $v of $n: the job ended with exit $rc after $((SECONDS - start)) s ($named)"
 }
-stop_or_kill STOP
-stop_or_kill KILL
+stop_or_kill STOP 2 1
+stop_or_kill KILL 2 1
+stop_or_kill STOP 4 2
+stop_or_kill KILL 4 2
 
 [ $failures = 0 ] || { echo "$failures failures"; exit 1; }
 echo "ok: no checkpoint lost, every resume exact, hung and dead ranks end the job"

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "framework/checkpoint.h"
+#include "framework/file_seal.h"
 #include "framework/error.h"
 #include "framework/slab.h"
 #include "tests/temp_dir.h"
@@ -180,11 +181,15 @@ TEST_CASE("corrupt, truncated and foreign files raise a UserError naming the fil
   const std::string garbage = dir.file("garbage.h5");
   std::ofstream(garbage, std::ios::binary) << "this is not an HDF5 file at all";
   CHECK(contains(user_error_of([&] { CheckpointReader r(garbage); }), "not an HDF5 file"));
+  const std::string tiny = dir.file("tiny.h5");
+  std::ofstream(tiny, std::ios::binary) << "";
+  CHECK(contains(user_error_of([&] { CheckpointReader r(tiny); }), "not a shardlab checkpoint"));
 
   const std::string missing = dir.file("missing.h5");
   CHECK(contains(user_error_of([&] { CheckpointReader r(missing); }), missing + "' does not exist"));
 
-  // Flip one byte inside the stored data of params/big: its checksum catches it on read.
+  // Flip one byte inside the stored data of params/big: the file's seal catches it before
+  // HDF5 reads anything.
   const std::vector<float> values = pattern(numel_of(kBig), 0.5f);
   const std::string needle(reinterpret_cast<const char*>(&values[40000]), 64);
   const size_t at = bytes.find(needle);
@@ -193,15 +198,20 @@ TEST_CASE("corrupt, truncated and foreign files raise a UserError naming the fil
   damaged[at + 10] ^= 0x55;
   const std::string flipped = dir.file("flipped.h5");
   std::ofstream(flipped, std::ios::binary) << damaged;
-  CheckpointReader r(flipped);
-  msg = user_error_of([&] { read_all(r, "params/big", kBig); });
+  msg = user_error_of([&] { CheckpointReader r(flipped); });
   CHECK(contains(msg, flipped));
-  CHECK(contains(msg, "params/big"));
-  CHECK(same_bits(read_all(r, "params/blocks.0.small", kSmall), pattern(numel_of(kSmall), 0.5f)));
+  CHECK(contains(msg, "does not match its checksum"));
+
+  // A damaged seal (its magic) is not mistaken for a file without one.
+  std::string unsealed = bytes;
+  unsealed[0] ^= 0x01;
+  const std::string broken_seal = dir.file("broken_seal.h5");
+  std::ofstream(broken_seal, std::ios::binary) << unsealed;
+  CHECK(contains(user_error_of([&] { CheckpointReader r(broken_seal); }), "seal is damaged"));
 
   const std::string foreign = dir.file("foreign.h5");
   H5Fclose(H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  CHECK(contains(user_error_of([&] { CheckpointReader r(foreign); }), "not a shardlab checkpoint"));
+  CHECK(contains(user_error_of([&] { CheckpointReader r(foreign); }), "an HDF5 file without a seal"));
 }
 
 TEST_CASE("a checkpoint that does not match the model raises a UserError naming tensor and shapes") {
@@ -247,5 +257,40 @@ TEST_CASE("any damaged byte gives a UserError or the exact stored values, never 
       ++refused;
     }
   }
-  CHECK(refused > 0);
+  // The seal covers every byte: none reaches HDF5 damaged.
+  CHECK(refused == static_cast<int>((bytes.size() + 16) / 17));
+}
+
+TEST_CASE("an HDF5 file without a seal is refused before HDF5 walks it, even one laid out as a checkpoint") {
+  TempDir dir;
+  const std::string path = dir.file("legacy.h5");
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t scalar = H5Screate(H5S_SCALAR);
+    const std::string format = "shardlab-checkpoint";
+    const hid_t text = H5Tcopy(H5T_C_S1);
+    H5Tset_size(text, format.size());
+    const hid_t a = H5Acreate2(file, "format", text, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, text, format.data());
+    const int64_t version = 1;
+    const hid_t v = H5Acreate2(file, "format_version", H5T_STD_I64LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(v, H5T_NATIVE_INT64, &version);
+    const hsize_t dims[2] = {2, 3};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(links, 1);
+    const hid_t d = H5Dcreate2(file, "params/w", H5T_IEEE_F32LE, space, links, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pclose(links);
+    const std::vector<float> w = pattern(6, 0.5f);
+    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w.data());
+    for (hid_t id : {d, a, v}) H5Oclose(id);
+    for (hid_t id : {space, scalar}) H5Sclose(id);
+    H5Tclose(text);
+    H5Fclose(file);
+  }
+  REQUIRE(check_seal(path).state == SealCheck::kUnsealed);
+  CHECK(contains(user_error_of([&] { CheckpointReader r(path); }), "before checkpoint format 2"));
+  // Sealed as the writer does -- after room was left for the seal -- it would read; the
+  // seal is not something a file can have by accident.
+  CHECK_THROWS_AS(seal_file(dir.file("missing.h5")), UserError);
 }

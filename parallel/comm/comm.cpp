@@ -50,7 +50,7 @@ void install_mpi_abort_handler(MPI_Comm job) {
 
 MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 }
 
 MpiRuntime::~MpiRuntime() { MPI_Finalize(); }

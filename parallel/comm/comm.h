@@ -33,8 +33,9 @@ void check_mpi(int code, const char* call);
 // An element count as MPI's int (asserts that it fits).
 int mpi_count(int64_t count);
 
-// Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI; the watchdog
-// thread only ever calls MPI_Abort) and finalises it on destruction.
+// Initialises MPI (MPI_THREAD_MULTIPLE: the main thread communicates; each mesh's watchdog
+// thread answers the other ranks' watchdogs on a communicator of its own, and aborts the
+// job on a hang -- watchdog.h) and finalises it on destruction.
 class MpiRuntime {
  public:
   MpiRuntime(int& argc, char**& argv);
