@@ -25,6 +25,8 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/memory.h"
+#include "framework/output_path.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
@@ -206,13 +208,17 @@ int run(int argc, char** argv) {
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    throw UserError(std::string("bad command line: ") + e.what());
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw bad_command_line(e.what(), argc, argv);
   }
   int world_rank = 0, world_size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   const bool root = world_rank == 0;
+  // Where the results go, checked before the measurements (every rank refuses alike).
+  for (const char* flag : {"csv", "json", "calibrate", "write-links"}) {
+    check_writable_file(args[flag].as<std::string>(), std::string("--") + flag);
+  }
   if (args.count("help")) {
     if (root) std::printf("%s\n", options.help().c_str());
     return 0;
@@ -255,6 +261,12 @@ int run(int argc, char** argv) {
   }
   // Every size a multiple of 4 n bytes so each op splits it evenly over the group.
   const int64_t quantum = 4 * static_cast<int64_t>(n) * n;
+  const double buffers = 4.0 * (static_cast<double>(max_bytes / 4 + quantum) * 2 + static_cast<double>(max_bytes / 4) * n);
+  if (buffers > machine_memory_bytes() / 2) {
+    throw UserError("--max-bytes " + args["max-bytes"].as<std::string>() + " needs " + format_bytes(static_cast<int64_t>(buffers)) +
+                    " of buffers per rank (one input, outputs for " + std::to_string(n) + " ranks) but this machine has " +
+                    format_bytes(static_cast<int64_t>(machine_memory_bytes())) + "; lower --max-bytes");
+  }
   std::vector<float> in(max_bytes / 4 + quantum), out(max_bytes / 4 * n + quantum);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7);
 

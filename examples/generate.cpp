@@ -61,7 +61,7 @@ int run(int argc, char** argv) {
   try {
     p = o.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
-    throw UserError(std::string(e.what()) + "; run with --help for the list of flags");
+    throw bad_command_line(e.what(), argc, argv);
   }
   if (p.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   if (!p.count("ckpt")) throw UserError("--ckpt is required: the checkpoint file to load (see train_gpt --ckpt-dir)");

@@ -433,7 +433,7 @@ int main(int argc, char** argv) {
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
   } catch (const cxxopts::exceptions::exception& e) {
-    std::cerr << "error: bad command line: " << e.what() << "\n";
+    std::cerr << "error: " << bad_command_line(e.what(), argc, argv).what() << "\n";
   }
   return 1;
 }

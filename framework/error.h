@@ -26,8 +26,11 @@ void require_positive(const std::string& flag, int64_t value);
 // "4096", "4e6", "16k", "4M" (binary suffixes k/K, M, G, T) -> a positive number;
 // UserError naming --flag and the accepted forms otherwise (also for 0 and negatives).
 double parse_size(const std::string& text, const std::string& flag);
-// parse_size for a count held in int64_t: also refuses what would overflow it.
+// parse_size for a count held in int64_t: also refuses fractions and what would overflow it.
 int64_t parse_count(const std::string& text, const std::string& flag);
+// A command-line parser's complaint (cxxopts: "Argument 'abc' failed to parse") as a
+// UserError that names the flag given the bad value, found in argv, and the fix.
+UserError bad_command_line(const std::string& parser_message, int argc, const char* const* argv);
 
 using AbortHandler = void (*)(const char* message);
 void set_abort_handler(AbortHandler handler);

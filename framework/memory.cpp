@@ -1,5 +1,7 @@
 #include "framework/memory.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 
@@ -74,6 +76,10 @@ std::string format_bytes(int64_t bytes) {
   else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
   else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   return buf;
+}
+
+double machine_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
 }
 
 }  // namespace shardlab

@@ -46,5 +46,6 @@ class MemoryScope {
 };
 
 std::string format_bytes(int64_t bytes);  // "12.3 MiB"
+double machine_memory_bytes();             // this machine's physical memory
 
 }  // namespace shardlab

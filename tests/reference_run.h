@@ -23,7 +23,7 @@ inline constexpr int64_t kBatch = 8, kSeq = 16;
 inline constexpr float kLr = 3e-3f;
 inline constexpr float kWeightDecay = 0.1f;  // AdamW's, on the parameters that decay
 // The optimizer of the standard run.
-inline const optim::OptimizerConfig kStandardOptimizer{.name = "adamw", .adamw = {.weight_decay = kWeightDecay}};
+inline const optim::OptimizerConfig kStandardOptimizer{.name = "adamw", .adamw = {.weight_decay = kWeightDecay}, .sgd = {}};
 
 inline std::shared_ptr<const data::Dataset> arithmetic_dataset() {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});

@@ -1,11 +1,10 @@
 #include "examples/support/memory_estimate.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 
 #include "framework/error.h"
+#include "framework/memory.h"
 #include "parallel/cost/transformer.h"
 
 namespace shardlab::cli {
@@ -15,10 +14,6 @@ std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
   return text;
-}
-
-double physical_memory() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
 }
 
 }  // namespace
@@ -41,13 +36,13 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
 
 void check_fits_in_memory(const RunConfig& run, const parallel::Layout& layout) {
   const MemoryEstimate m = estimate_rank_memory(run, layout);
-  const double available = physical_memory();
+  const double available = machine_memory_bytes();
   if (m.total() <= available) return;
   const bool activations = m.activations >= m.params + m.grads + m.optimizer;
   throw UserError("this run needs at least " + gib(m.total()) + " per rank (parameters, gradients and AdamW state " +
                   gib(m.params + m.grads + m.optimizer) + ", activations of one microbatch " + gib(m.activations) +
                   ") but this machine has " + gib(available) + "; " +
-                  (activations ? "lower --batch, --seq-len or --vocab, or raise --grad-accum or --remat"
+                  (activations ? "lower --batch, --seq-len, --layers or --vocab, or raise --grad-accum or --remat"
                                : "shrink the model (--d-model, --layers, --d-ff, --vocab) or shard it (--zero 3, "
                                  "--mesh tensor=N or pipe=N)"));
 }

@@ -140,7 +140,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   try {
     p = o.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
-    throw UserError("bad command line: " + std::string(e.what()) + "; run with --help for the list of flags");
+    throw bad_command_line(e.what(), argc, argv);
   }
   if (p.count("help")) {
     r.help = true;

@@ -44,7 +44,8 @@ std::vector<AutoRule> AlgorithmTable::rules_from(const std::vector<Measurement>&
   std::map<CollectiveOp, std::vector<std::pair<int64_t, Algorithm>>> sizes;
   for (const auto& [key, m] : best) sizes[key.first].push_back({key.second, m->algorithm});
   std::vector<AutoRule> rules;
-  for (auto& [op, row] : sizes) {
+  for (auto& [op, measured] : sizes) {
+    const auto& row = measured;  // (clang 14 cannot capture a structured binding)
     const auto beats_native = [&](size_t i) { return i < row.size() && row[i].second != Algorithm::kNative; };
     std::vector<Algorithm> chosen;
     for (size_t i = 0; i < row.size(); ++i) {

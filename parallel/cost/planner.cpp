@@ -64,7 +64,7 @@ std::string verdict(const StepEstimate& e, const StepEstimate& best, const Hardw
 }  // namespace
 
 Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
-  if (chips < 1) throw UserError("chip count must be >= 1, got " + std::to_string(chips));
+  if (chips < 1) throw UserError("--chips must be at least 1, got " + std::to_string(chips));
   c.model.validate();
   if (c.batch_tokens <= 0) throw UserError("batch must be a positive number of tokens");
   Plan plan;

@@ -43,7 +43,9 @@ class FlatLayout {
   int64_t padded() const { return padded_; }    // multiple of shards()
   int shards() const { return shards_; }
   int64_t shard_size() const { return padded_ / shards_; }
-  std::pair<int64_t, int64_t> slice(int rank) const { return {rank * shard_size(), (rank + 1) * shard_size()}; }
+  std::pair<int64_t, int64_t> slice(int rank) const { return {slice_begin(rank), slice_end(rank)}; }
+  int64_t slice_begin(int rank) const { return rank * shard_size(); }
+  int64_t slice_end(int rank) const { return (rank + 1) * shard_size(); }
 
   // Copies between parameters (or their gradients) and a flat buffer of padded() floats.
   // Gradients that are undefined read as zero; padding is written as zero.

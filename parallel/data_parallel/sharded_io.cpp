@@ -70,7 +70,7 @@ void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<co
 
 void load_sharded(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const std::string& prefix,
                   const ParamIO& io, std::span<float> slice) {
-  const auto [lo, hi] = layout.slice(shard_rank);
+  const int64_t lo = layout.slice_begin(shard_rank), hi = layout.slice_end(shard_rank);
   std::fill(slice.begin(), slice.end(), 0.0f);
   layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
     io.read_range(reader, prefix + e.name, e.name, e.param.shape(), a - e.offset, slice.subspan(a - lo, b - a));

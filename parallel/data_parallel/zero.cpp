@@ -87,7 +87,8 @@ void ZeroDataParallel::finish_gradients() {
 optim::ParamViews ZeroDataParallel::local_parameters() {
   optim::ParamViews views;
   for (auto& bucket : buckets_.buckets()) {
-    const auto [mine_lo, mine_hi] = bucket->layout.slice(axes_.shard->rank());
+    const int rank = axes_.shard->rank();
+    const int64_t mine_lo = bucket->layout.slice_begin(rank), mine_hi = bucket->layout.slice_end(rank);
     int64_t lo = 0, hi = 0;
     const std::span<float> grads = gradients(*bucket, lo, hi);
     bucket->layout.for_each_overlap(mine_lo, mine_hi, [&](const FlatEntry& e, int64_t a, int64_t z) {
@@ -102,7 +103,8 @@ optim::ParamViews ZeroDataParallel::local_parameters() {
 void ZeroDataParallel::finish_step() {
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;
-    const auto [mine_lo, mine_hi] = layout.slice(axes_.shard->rank());
+    const int rank = axes_.shard->rank();
+    const int64_t mine_lo = layout.slice_begin(rank), mine_hi = layout.slice_end(rank);
     MemoryScope scope(MemoryCategory::Communication);
     Tensor full = Tensor::empty({layout.padded()});
     layout.pack_params(full.span());
@@ -125,7 +127,7 @@ void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& op
     MemoryScope scope(MemoryCategory::Communication);
     Tensor slice = Tensor::empty({layout.shard_size()});
     for (const std::string& kind : kinds) {
-      pack_state(optimizer, kind, layout, layout.slice(axes_.shard->rank()).first, slice.span());
+      pack_state(optimizer, kind, layout, layout.slice_begin(axes_.shard->rank()), slice.span());
       save_sharded(*axes_.shard, layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
     }
   }
@@ -144,7 +146,7 @@ void ZeroDataParallel::load(const CheckpointReader& reader, const optim::Optimiz
     Tensor slice = Tensor::empty({layout.shard_size()});
     for (const std::string& kind : kinds) {
       load_sharded(reader, layout, rank, "optim/" + kind + "/", io_, slice.span());
-      unpack_state(optimizer, kind, layout, layout.slice(rank).first, slice.span());
+      unpack_state(optimizer, kind, layout, layout.slice_begin(rank), slice.span());
     }
   }
 }

@@ -99,7 +99,7 @@ int64_t experts_from(const FlatLayout& layout, const std::set<std::string>& expe
 // the dense part over dense_replica, the experts over replica (either may be null or empty).
 template <typename Fn>
 void for_each_replicated_part(const FlatLayout& layout, int64_t experts_begin, int rank, const DataAxes& axes, Fn fn) {
-  const auto [lo, hi] = layout.slice(rank);
+  const int64_t lo = layout.slice_begin(rank), hi = layout.slice_end(rank);
   const int64_t split = std::clamp(experts_begin, lo, hi);
   if (axes.dense_replica && split > lo) fn(*axes.dense_replica, int64_t{0}, split - lo);
   if (axes.replica && hi > split) fn(*axes.replica, split - lo, hi - split);
@@ -120,7 +120,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
   for (const nn::Parameter& p : model.parameters()) by_name.emplace(p.name, p);
   for (size_t i = 0; i < units_.size(); ++i) {
     Unit& u = *units_[i];
-    const auto [lo, hi] = u.layout.slice(rank);
+    const int64_t lo = u.layout.slice_begin(rank), hi = u.layout.slice_end(rank);
     {
       MemoryScope scope(MemoryCategory::Parameters);
       u.shard = Tensor::zeros({hi - lo});
@@ -245,7 +245,7 @@ optim::ParamViews FullyShardedDataParallel::local_parameters() {
   optim::ParamViews views;
   const int rank = axes_.shard->rank();
   for (auto& u : units_) {
-    const auto [lo, hi] = u->layout.slice(rank);
+    const int64_t lo = u->layout.slice_begin(rank), hi = u->layout.slice_end(rank);
     const std::span<float> grads = u->grad_slice.defined() ? u->grad_slice.span() : std::span<float>{};
     u->layout.for_each_overlap(lo, hi, [&](const FlatEntry& e, int64_t a, int64_t b) {
       const std::span<float> grad = grads.empty() ? grads : grads.subspan(a - lo, b - a);
@@ -284,7 +284,7 @@ void FullyShardedDataParallel::save(CheckpointWriter* writer, const optim::Optim
     MemoryScope scope(MemoryCategory::Communication);
     Tensor slice = Tensor::empty({u->layout.shard_size()});
     for (const std::string& kind : kinds) {
-      pack_state(optimizer, kind, u->layout, u->layout.slice(rank).first, slice.span());
+      pack_state(optimizer, kind, u->layout, u->layout.slice_begin(rank), slice.span());
       save_sharded(*axes_.shard, u->layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
     }
   }
@@ -299,7 +299,7 @@ void FullyShardedDataParallel::load(const CheckpointReader& reader, const optim:
     Tensor slice = Tensor::empty({u->layout.shard_size()});
     for (const std::string& kind : kinds) {
       load_sharded(reader, u->layout, rank, "optim/" + kind + "/", io_, slice.span());
-      unpack_state(optimizer, kind, u->layout, u->layout.slice(rank).first, slice.span());
+      unpack_state(optimizer, kind, u->layout, u->layout.slice_begin(rank), slice.span());
     }
   }
 }
