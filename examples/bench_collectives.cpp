@@ -204,6 +204,8 @@ int run(int argc, char** argv) {
       ("calibrate", "add the measured auto rules for this group size to this table file", cxxopts::value<std::string>()->default_value(""))
       ("write-links", "measure each axis's link and store it in this profile file", cxxopts::value<std::string>()->default_value(""))
       ("overhead", "measure the wrapper's overhead over bare MPI_Allreduce instead")
+      ("collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
+       "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))
       ("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
@@ -231,8 +233,10 @@ int run(int argc, char** argv) {
   }
   const std::string spec = args["mesh"].as<std::string>().empty() ? "data=" + std::to_string(world_size)
                                                                   : args["mesh"].as<std::string>();
+  const double timeout = collective_timeout_from_flag(args["collective-timeout"].as<double>());
   Mesh mesh(MPI_COMM_WORLD, spec, parse_topology(args["topology"].as<std::string>()));
   CommContext& context = mesh.context();
+  context.watchdog.set_timeout(timeout);
   configure_link_emulation(mesh, args["profile"].as<std::string>(), args["link-mode"].as<std::string>(),
                            args["link-scale"].as<double>());
   if (!args["auto-table"].as<std::string>().empty()) context.auto_table = AlgorithmTable::load(args["auto-table"].as<std::string>());

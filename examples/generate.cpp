@@ -14,6 +14,7 @@
 #include "examples/support/training_state.h"
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
 #include "parallel/cost/hardware.h"
 #include "parallel/cost/inference.h"
 #include "parallel/layout.h"
@@ -54,6 +55,8 @@ int run(int argc, char** argv) {
       "temperature", "0 for greedy, else softmax temperature", cxxopts::value<float>()->default_value("0"))(
       "top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int>()->default_value("0"))(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
+      "collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
+      "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))(
       "stop-at-newline", "stop after the first newline")(
       "mesh", "mesh axes: data=1 (one process) or tensor=N (weights and KV cache split by heads over N ranks)",
       cxxopts::value<std::string>()->default_value("data=1"))("h,help", "print this help");
@@ -66,6 +69,7 @@ int run(int argc, char** argv) {
   if (p.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   if (!p.count("ckpt")) throw UserError("--ckpt is required: the checkpoint file to load (see train_gpt --ckpt-dir)");
   const std::string path = p["ckpt"].as<std::string>();
+  const double timeout = parallel::collective_timeout_from_flag(p["collective-timeout"].as<double>());
   const int max_new = p["max-new"].as<int>();
   if (max_new <= 0) throw UserError("--max-new must be positive, got " + std::to_string(max_new));
   if (p["temperature"].as<float>() < 0) {
@@ -95,6 +99,7 @@ int run(int argc, char** argv) {
                     " has data ranks; use tensor=N to split the model instead");
   }
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+  mesh.context().watchdog.set_timeout(timeout);
   const auto model_owned = [&] {
     nn::DeferParameters defer;  // each rank allocates only its shards
     return std::make_unique<nn::Transformer>(config);

@@ -3,6 +3,7 @@
 #include <cxxopts.hpp>
 
 #include "framework/error.h"
+#include "parallel/comm/watchdog.h"
 
 namespace shardlab::cli {
 namespace {
@@ -269,10 +270,7 @@ void RunConfig::validate() const {
   if (!val_data.empty() && data == "arithmetic") {
     throw UserError("--val-data needs --data files: the arithmetic task has its own held-out problems");
   }
-  if (collective_timeout < 0) {
-    throw UserError("--collective-timeout must be 0 (automatic) or a number of seconds, got " +
-                    std::to_string(collective_timeout));
-  }
+  parallel::collective_timeout_from_flag(collective_timeout);  // refuses a negative one
   require_positive("--pp-virtual", pp_virtual);
   if (!(adam_beta1 >= 0 && adam_beta1 < 1 && adam_beta2 >= 0 && adam_beta2 < 1 && adam_eps > 0)) {
     throw UserError("AdamW needs 0 <= --adam-beta1, --adam-beta2 < 1 and --adam-eps > 0; got " +

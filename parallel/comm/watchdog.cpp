@@ -1,5 +1,6 @@
 #include "parallel/comm/watchdog.h"
 #include "parallel/comm/comm_context.h"
+#include "framework/error.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,13 @@ int64_t now_ns() {
 }
 
 }  // namespace
+
+double collective_timeout_from_flag(double seconds, double automatic) {
+  if (!(seconds >= 0)) {
+    throw UserError("--collective-timeout must be 0 (automatic) or a number of seconds, got " + std::to_string(seconds));
+  }
+  return seconds > 0 ? seconds : automatic;
+}
 
 // Tags on the watchdogs' communicator.
 constexpr int kQuestionTag = 1;

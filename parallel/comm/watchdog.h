@@ -31,6 +31,10 @@
 
 namespace shardlab::parallel {
 
+// --collective-timeout as every program takes it: seconds, or 0 for `automatic`; a
+// negative value is a UserError naming the flag.
+double collective_timeout_from_flag(double seconds, double automatic = 300);
+
 class Watchdog {
  public:
   static constexpr double kDefaultTimeoutSeconds = 300;
