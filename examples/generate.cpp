@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 
+#include "examples/support/local_profile.h"
 #include "examples/support/sampling.h"
 #include "examples/support/training_state.h"
 #include "framework/error.h"
@@ -100,6 +101,7 @@ int run(int argc, char** argv) {
   }
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   mesh.context().watchdog.set_timeout(timeout);
+  cli::ensure_local_profile(mesh, stderr);  // stdout is the generated text
   const auto model_owned = [&] {
     nn::DeferParameters defer;  // each rank allocates only its shards
     return std::make_unique<nn::Transformer>(config);

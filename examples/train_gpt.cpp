@@ -15,6 +15,7 @@
 #include "examples/support/dry_run.h"
 #include "examples/support/evaluate.h"
 #include "examples/support/memory_estimate.h"
+#include "examples/support/local_profile.h"
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"
 #include "examples/support/training_state.h"
@@ -46,6 +47,7 @@ int train(int argc, char** argv) {
   if (!run.dry_run) cli::check_fits_in_memory(run, layout);
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   if (!run.dry_run) cli::prepare_output_paths(run, mesh.rank() == 0);
+  cli::ensure_local_profile(mesh, stdout);  // predictions need this machine measured
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));
   mesh.context().trace.set_recording(!run.trace.empty());

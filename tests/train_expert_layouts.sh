@@ -15,7 +15,7 @@ common=(--model llama-moe-tiny --capacity-factor 1.0 --batch 8 --steps 8 --warmu
 "$train" "${common[@]}" --metrics "$dir/full.jsonl" --ckpt-dir "$dir/full" --ckpt-every 4 > /dev/null
 "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --mesh expert=2 --ckpt-every 4 --metrics "$dir/ep2.jsonl" \
   --ckpt-dir "$dir/ep2" > "$dir/ep2.out"
-grep -Eq "comm \(expert\) [0-9.]+ ms \(predicted [0-9.]+ ms\) \| MoE aux [0-9.]+, dropped [0-9.]+%, expert load max/mean [0-9.]+" \
+grep -Eq "comm \(expert\) [0-9.]+ ms \(predicted [0-9.]+ ms\) \| step [0-9.]+ ms \(predicted [0-9.]+ ms\) \| MoE aux [0-9.]+, dropped [0-9.]+%, expert load max/mean [0-9.]+" \
   "$dir/ep2.out" || { cat "$dir/ep2.out"; echo "FAIL: no MoE figures on the progress line"; exit 1; }
 grep -q '"moe_dropped_fraction"' "$dir/ep2.jsonl" || { echo "FAIL: no MoE figures in the JSONL"; exit 1; }
 # Per step on the expert axis: 2 MoE layers x 4 all_to_alls of E*S*C*D floats (4 experts,

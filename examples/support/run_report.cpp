@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/peak.h"
 #include "parallel/comm/collectives.h"
@@ -52,11 +53,14 @@ double active_parameters(const nn::ModelConfig& config) {
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh) {
   cost::TrainConfig tc;
   tc.model = cost::shape_of(run.model);
+  tc.model.context = run.sequence_length();  // the run's sequences, which may be shorter than the model's context
   tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
   tc.remat = run.model.remat;
   tc.precision = cost::fp32_training();
   const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
                             .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
+                            .pipe = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1,
+                            .expert = mesh.has_axis("expert") ? mesh.axis_size("expert") : 1,
                             .tensor = mesh.has_axis("tensor") ? mesh.axis_size("tensor") : 1,
                             .microbatches = run.grad_accum};
   return cost::estimate_train_step(tc, layout, cost::hardware("local")).compute_seconds;
@@ -76,8 +80,15 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
 
   // Prediction: compute from the cost model on the calibrated local profile, communication
   // from this layout's own plan of collectives on the mesh's (emulated) links, overlapped.
-  const bool calibrated = cost::hardware("local").calibrated;
-  const double compute = calibrated ? predict_compute_seconds(run, mesh) : 0.0;
+  bool calibrated = cost::hardware("local").calibrated;
+  std::string no_prediction = "the local hardware profile is not calibrated; run `shardlab-plan calibrate`";
+  double compute = 0.0;
+  try {
+    if (calibrated) compute = predict_compute_seconds(run, mesh);
+  } catch (const UserError& e) {  // a legal run the cost model cannot price (e.g. an uneven pipeline split)
+    calibrated = false;
+    no_prediction = "the cost model cannot price this layout: " + std::string(e.what());
+  }
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
   for (const char* axis : {"tensor", "expert"}) {
@@ -108,7 +119,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   if (calibrated) {
     std::printf("predict %.1f ms per step: compute %.1f ms on the local profile", predicted_step_ * 1e3, compute * 1e3);
   } else {
-    std::printf("predict (compute: none, the local hardware profile is not calibrated; run `shardlab-plan calibrate`)");
+    std::printf("predict (compute: none, %s)", no_prediction.c_str());
   }
   std::printf(" | communication %.2f ms if not overlapped (%zu collectives on %s links x%g", comm_total * 1e3,
               plan.size(), mesh.context().links.profile_name().c_str(), mesh.context().links.link_scale());
@@ -162,6 +173,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   }
   elapsed_ += seconds;
   compute_sum_ += seconds - exposed_comm - blocked;
+  step_sum_ += seconds;
   comm_sum_ += exposed_comm;
   ++window_;
   const double tokens_per_s = tokens_per_step_ / seconds, mfu = tokens_per_s * flops_per_token_ / peak_flops_;
@@ -203,6 +215,8 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     std::printf(" + comm (%s) %.1f ms (predicted %.1f ms)", a.name.c_str(), 1e3 * a.sum / window_, 1e3 * a.predicted);
     a.sum = 0;
   }
+  // The whole step, over the same window, beside the cost model's prediction for it.
+  std::printf(" | step %.1f ms", 1e3 * step_sum_ / window_);
   if (predicted_step_ > 0) std::printf(" (predicted %.1f ms)", predicted_step_ * 1e3);
   if (pipeline_) {
     std::printf(" | bubble %.1f%% (predicted %.1f%%)", 100.0 * bubble_sum_ / window_,
@@ -214,7 +228,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   }
   std::printf(" | ETA %s\n", format_duration(eta).c_str());
   std::fflush(stdout);
-  compute_sum_ = comm_sum_ = bubble_sum_ = 0;
+  compute_sum_ = comm_sum_ = bubble_sum_ = step_sum_ = 0;
   window_ = 0;
 }
 

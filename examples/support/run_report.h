@@ -74,7 +74,7 @@ class RunReport {
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
   double elapsed_ = 0;
   int64_t first_step_ = -1;
-  double compute_sum_ = 0, comm_sum_ = 0;
+  double compute_sum_ = 0, comm_sum_ = 0, step_sum_ = 0;
   std::vector<BlockingAxis> blocking_;
   // The last step's MoE figures (moe()): load-balancing and z losses per layer forward,
   // the fraction of token choices dropped, the busiest expert's load over the mean.

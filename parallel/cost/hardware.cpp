@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "framework/error.h"
 
@@ -133,18 +136,63 @@ std::string local_profile_path() {
   return env && *env ? env : "shardlab_local.profile";
 }
 
+std::string local_profile_path(int threads) {
+  return threads == 1 ? local_profile_path() : local_profile_path() + "." + std::to_string(threads) + "threads";
+}
+
+namespace {
+
+// The process's `local` profile: read on first use, replaced by set_local_profile.
+std::unique_ptr<HardwareProfile>& local_slot() {
+  static std::unique_ptr<HardwareProfile> local;
+  return local;
+}
+
+const HardwareProfile& local_profile() {
+  std::unique_ptr<HardwareProfile>& local = local_slot();
+  if (!local) {
+    local = std::make_unique<HardwareProfile>(local_placeholder());
+    if (std::ifstream(local_profile_path())) {
+      try {
+        *local = load_profile(local_profile_path());
+      } catch (const UserError& e) {  // unusable: measured again by the next run that predicts
+        local->description = "this cluster, NOT calibrated (" + std::string(e.what()) + ")";
+      }
+    }
+  }
+  return *local;
+}
+
+// The first line of /proc/cpuinfo's `model name`, or "unknown cpu".
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) return trim(line.substr(line.find(':') + 1));
+  }
+  return "unknown cpu";
+}
+
+}  // namespace
+
+void set_local_profile(const HardwareProfile& profile) { local_slot() = std::make_unique<HardwareProfile>(profile); }
+
+std::string local_fingerprint(int threads) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string fingerprint = std::string(host) + " | " + cpu_model() + " x" +
+                            std::to_string(std::thread::hardware_concurrency()) + " | build " + SHARDLAB_BUILD_ID +
+                            " | " + std::to_string(threads) + " threads";
+  std::replace(fingerprint.begin(), fingerprint.end(), '#', '_');  // '#' starts a comment in the file
+  return fingerprint;
+}
+
 const HardwareProfile& hardware(const std::string& name) {
   static const std::vector<HardwareProfile> book = book_profiles();
   const std::string key = lower(name);
   for (const auto& p : book)
     if (p.name == key) return p;
-  if (key == "local") {
-    static const HardwareProfile local = [] {
-      std::ifstream probe(local_profile_path());
-      return probe ? load_profile(local_profile_path()) : local_placeholder();
-    }();
-    return local;
-  }
+  if (key == "local") return local_profile();
   std::string known;
   for (const auto& n : hardware_names()) known += (known.empty() ? "" : ", ") + n;
   throw UserError("unknown hardware profile '" + name + "'; known profiles: " + known);
@@ -153,8 +201,9 @@ const HardwareProfile& hardware(const std::string& name) {
 // The file stores every field as "key = value"; per-axis links as "link.<axis>.bandwidth"
 // and "link.<axis>.latency". Unset keys keep the placeholder's values.
 void save_profile(const HardwareProfile& p, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw UserError("cannot write hardware profile file '" + path + "'");
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::ofstream out(tmp);
+  if (!out) throw UserError("cannot write hardware profile file '" + path + "'; choose a writable path");
   out.precision(17);
   out << "# shardlab hardware profile (docs/cost_model.md). SI units: FLOP/s, bytes, bytes/s, s.\n"
       << "name = " << p.name << "\n"
@@ -167,10 +216,15 @@ void save_profile(const HardwareProfile& p, const std::string& path) {
       << "dcn.bandwidth = " << p.dcn.bandwidth << "\ndcn.latency = " << p.dcn.latency << "\n"
       << "torus_axes = " << p.torus_axes << "\nwraparound = " << (p.wraparound ? 1 : 0) << "\n"
       << "wraparound_granule = " << p.wraparound_granule << "\nnode_size = " << p.node_size << "\n";
+  if (!p.fingerprint.empty()) out << "fingerprint = " << p.fingerprint << "\n";
   for (const auto& [axis, link] : p.axis_links)
     out << "link." << axis << ".bandwidth = " << link.bandwidth << "\n"
         << "link." << axis << ".latency = " << link.latency << "\n";
-  if (!out) throw UserError("failed writing hardware profile file '" + path + "'");
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UserError("failed writing hardware profile file '" + path + "'; check that the disk is not full");
+  }
 }
 
 HardwareProfile load_profile(const std::string& path) {
@@ -207,6 +261,8 @@ HardwareProfile load_profile(const std::string& path) {
       p.name = value;
     } else if (key == "description") {
       p.description = value;
+    } else if (key == "fingerprint") {
+      p.fingerprint = value;
     } else if (key == "interconnect") {
       if (value != "torus" && value != "switched")
         throw UserError(where + ": interconnect must be 'torus' or 'switched', got '" + value + "'");

@@ -51,6 +51,7 @@ struct HardwareProfile {
   int wraparound_granule = 1;
   int node_size = 1;  // chips in one fast domain: GPUs per NVLink node, TPU chips per pod
   bool calibrated = true;  // false only for a `local` profile that was never measured
+  std::string fingerprint;  // `local`: the machine, build and threads it was measured with
   std::map<std::string, LinkSpec> axis_links;  // `local`: measured link per mesh axis name
 
   // The link of a mesh axis: the calibrated per-axis figure if there is one, else ici.
@@ -67,8 +68,18 @@ std::vector<std::string> hardware_names();
 
 // Where `local` lives: $SHARDLAB_LOCAL_PROFILE if set, else ./shardlab_local.profile.
 std::string local_profile_path();
+// The one measured with `threads` OpenMP threads per rank: local_profile_path() for 1,
+// "<that>.<threads>threads" otherwise (runs of different thread counts keep their own).
+std::string local_profile_path(int threads);
+// What a `local` measurement holds for: this host and its CPU model and cores, this build
+// (its tree, compiler, build type and when it was configured) and the OpenMP threads per
+// rank. A cached profile with another fingerprint is measured again.
+std::string local_fingerprint(int threads);
+// Replaces the `local` profile hardware() returns for the rest of the process.
+void set_local_profile(const HardwareProfile& profile);
 // Read/write a profile file ("key = value" lines; docs/cost_model.md). Throws UserError on
-// a missing file, an unknown key or a malformed value, naming the file and line.
+// a missing file, an unknown key or a malformed value, naming the file and line. Writing
+// replaces the file whole (a temporary file renamed over it).
 HardwareProfile load_profile(const std::string& path);
 void save_profile(const HardwareProfile& profile, const std::string& path);
 
