@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <utility>
 #include <vector>
 
 #include "examples/plan_args.h"
@@ -366,12 +368,37 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
 
 }  // namespace
 
+// The subcommands, as `shardlab-plan help` lists them.
+constexpr std::pair<const char*, const char*> kCommands[] = {
+    {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
+    {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
+    {"collective", "one collective on a torus or switched mesh: time, per-link bytes"},
+    {"model", "a Transformer's parameters, FLOPs per token, memory"},
+    {"train", "rank training layouts for a model, batch and chip count (or price one)"},
+    {"infer", "prefill and decode latency and throughput for a model and batch"},
+    {"calibrate", "measure this machine and write the `local` profile"},
+};
+
+int usage(std::ostream& out) {
+  out << "usage: shardlab-plan <command> [flags] [--json]\n"
+         "       shardlab-plan help [<command>]   (or <command> --help) for a command's flags\n\ncommands:\n";
+  for (const auto& [name, what] : kCommands) out << "  " << std::left << std::setw(12) << name << what << "\n";
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string commands = "hw, matmul, collective, model, train, infer, calibrate";
   try {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-      std::cout << "usage: shardlab-plan <" << commands << "> [flags] [--json]; <command> --help for flags\n";
-      return argc < 2 ? 1 : 0;
+    if (argc < 2) return usage(std::cerr), 1;
+    std::vector<char*> args_of_help;
+    if (std::string(argv[1]) == "help" && argc >= 3) {  // help <command>: <command> --help
+      static char help_flag[] = "--help";
+      args_of_help = {argv[0], argv[2], help_flag};
+      argc = 3;
+      argv = args_of_help.data();
+    }
+    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
+      return usage(std::cout);
     }
     const std::string command = argv[1];
     cxxopts::Options o("shardlab-plan " + command, "the book's roofline arithmetic (docs/cost_model.md)");
