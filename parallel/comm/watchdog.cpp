@@ -148,7 +148,7 @@ void Watchdog::fire(double waited_seconds) {
     MPI_Comm_size(status_comm_, &size);
     std::vector<std::optional<RankStatus>> answers(size);
     std::vector<RankStatus> received(size);
-    std::vector<MPI_Request> asks, replies(size, MPI_REQUEST_NULL);
+    std::vector<MPI_Request> replies(size, MPI_REQUEST_NULL);
     const int question = 1;
     for (int r = 0; r < size; ++r) {
       if (r == rank_) continue;

@@ -115,4 +115,24 @@ void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, co
   });
 }
 
+void save_sharded_state(const AxisGroup& shard, const FlatLayout& layout, const optim::Optimizer& optimizer,
+                        const ParamIO& io, bool writes, CheckpointWriter* writer) {
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor slice = Tensor::empty({layout.shard_size()});
+  for (const std::string& kind : optimizer.state_kinds()) {
+    pack_state(optimizer, kind, layout, layout.slice_begin(shard.rank()), slice.span());
+    save_sharded(shard, layout, slice.span(), "optim/" + kind + "/", io, writes, writer);
+  }
+}
+
+void load_sharded_state(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const ParamIO& io,
+                        const optim::Optimizer& optimizer) {
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor slice = Tensor::empty({layout.shard_size()});
+  for (const std::string& kind : optimizer.state_kinds()) {
+    load_sharded(reader, layout, shard_rank, "optim/" + kind + "/", io, slice.span());
+    unpack_state(optimizer, kind, layout, layout.slice_begin(shard_rank), slice.span());
+  }
+}
+
 }  // namespace shardlab::parallel

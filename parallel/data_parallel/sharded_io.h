@@ -67,4 +67,11 @@ void pack_state(const optim::Optimizer& optimizer, const std::string& kind, cons
 void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, const FlatLayout& layout, int64_t lo,
                   std::span<const float> flat);
 
+// Every kind of `optimizer`'s state for this rank's slice of `layout`, as optim/<kind>/<name>:
+// saved through save_sharded (collective over `shard`) and loaded through load_sharded.
+void save_sharded_state(const AxisGroup& shard, const FlatLayout& layout, const optim::Optimizer& optimizer,
+                        const ParamIO& io, bool writes, CheckpointWriter* writer);
+void load_sharded_state(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const ParamIO& io,
+                        const optim::Optimizer& optimizer);
+
 }  // namespace shardlab::parallel

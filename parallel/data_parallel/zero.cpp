@@ -116,7 +116,6 @@ void ZeroDataParallel::finish_step() {
 
 void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
-  const auto kinds = optimizer.state_kinds();
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;
     if (writes) {
@@ -124,30 +123,19 @@ void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& op
         io_.write(writer, "params/" + e.name, e.name, e.param.shape(), e.param.span());
       }
     }
-    MemoryScope scope(MemoryCategory::Communication);
-    Tensor slice = Tensor::empty({layout.shard_size()});
-    for (const std::string& kind : kinds) {
-      pack_state(optimizer, kind, layout, layout.slice_begin(axes_.shard->rank()), slice.span());
-      save_sharded(*axes_.shard, layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
-    }
+    save_sharded_state(*axes_.shard, layout, optimizer, io_, writes, writer);
   }
 }
 
 void ZeroDataParallel::load(const CheckpointReader& reader, const optim::Optimizer& optimizer) {
   const int rank = axes_.shard->rank();
-  const auto kinds = optimizer.state_kinds();
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;
     for (const FlatEntry& e : layout.entries()) {
       Tensor p = e.param;
       io_.read(reader, "params/" + e.name, e.name, p.shape(), p.span());
     }
-    MemoryScope scope(MemoryCategory::Communication);
-    Tensor slice = Tensor::empty({layout.shard_size()});
-    for (const std::string& kind : kinds) {
-      load_sharded(reader, layout, rank, "optim/" + kind + "/", io_, slice.span());
-      unpack_state(optimizer, kind, layout, layout.slice_begin(rank), slice.span());
-    }
+    load_sharded_state(reader, layout, rank, io_, optimizer);
   }
 }
 

@@ -277,30 +277,17 @@ void FullyShardedDataParallel::release_full_params() {
 
 void FullyShardedDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
-  const int rank = axes_.shard->rank();
-  const auto kinds = optimizer.state_kinds();
   for (auto& u : units_) {
     save_sharded(*axes_.shard, u->layout, u->shard.span(), "params/", io_, writes, writer);
-    MemoryScope scope(MemoryCategory::Communication);
-    Tensor slice = Tensor::empty({u->layout.shard_size()});
-    for (const std::string& kind : kinds) {
-      pack_state(optimizer, kind, u->layout, u->layout.slice_begin(rank), slice.span());
-      save_sharded(*axes_.shard, u->layout, slice.span(), "optim/" + kind + "/", io_, writes, writer);
-    }
+    save_sharded_state(*axes_.shard, u->layout, optimizer, io_, writes, writer);
   }
 }
 
 void FullyShardedDataParallel::load(const CheckpointReader& reader, const optim::Optimizer& optimizer) {
   const int rank = axes_.shard->rank();
-  const auto kinds = optimizer.state_kinds();
   for (auto& u : units_) {
     load_sharded(reader, u->layout, rank, "params/", io_, u->shard.span());
-    MemoryScope scope(MemoryCategory::Communication);
-    Tensor slice = Tensor::empty({u->layout.shard_size()});
-    for (const std::string& kind : kinds) {
-      load_sharded(reader, u->layout, rank, "optim/" + kind + "/", io_, slice.span());
-      unpack_state(optimizer, kind, u->layout, u->layout.slice_begin(rank), slice.span());
-    }
+    load_sharded_state(reader, u->layout, rank, io_, optimizer);
   }
 }
 
