@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "examples/support/data_source.h"
@@ -20,6 +21,7 @@
 #include "examples/support/run_report.h"
 #include "examples/support/training_state.h"
 #include "framework/error.h"
+#include "optim/gradient_record.h"
 #include "optim/schedule.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm.h"
@@ -93,14 +95,25 @@ int train(int argc, char** argv) {
     const double comm0 = dp->exposed_comm_seconds();
     const data::Batch batch = loader.next();  // this rank's rows of the global batch
     const float lr = schedule.lr(step);
+    // --dump-grads: the first step's final gradients, saved before the update changes the
+    // weights they belong to (not counted in the step's time).
+    double dump_seconds = 0;
+    const auto dump_gradients = [&] {
+      const auto d0 = Clock::now();
+      optim::GradientRecord record(dp->parameters());
+      record.step(0.0f);
+      cli::save_checkpoint(run.dump_grads, mesh, dp, record, {step, loader.position()}, run);
+      report.wrote_gradients(run.dump_grads);
+      dump_seconds = seconds_since(d0);
+    };
     // forward, backward (gradients sync in the last microbatch), finish, clip, step
     const parallel::StepResult r =
-        parallel::train_step(model, dp, *optimizer, batch, run.grad_accum, lr, run.grad_clip,
-                             &mesh.context().trace);
+        parallel::train_step(model, dp, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
+                             step == first_step && !run.dump_grads.empty() ? dump_gradients : std::function<void()>{});
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
-    const double seconds = seconds_since(t0);
+    const double seconds = seconds_since(t0) - dump_seconds;
     if (run.model.experts > 0) report.moe(r.moe);
     report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, dp->exposed_comm_seconds() - comm0,
                 metrics);

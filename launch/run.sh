@@ -2,32 +2,40 @@
 # mpirun with the flags shardlab jobs need, so a multi-rank run is one line:
 #   launch/run.sh -n 4 -- train_gpt --mesh data=2,tensor=2
 #   launch/run.sh -n 8 --hostfile launch/hostfile.example -- train_gpt --mesh data=8
+#   launch/run.sh -n 2 --mca btl self,tcp -- train_gpt --mesh data=2   # any mpirun option
 #   launch/run.sh -n 2 --dry-run -- bench_collectives     # print the mpirun line only
 # A program named without a path is taken from $SHARDLAB_BUILD/examples (default build/).
 # Adds --allow-run-as-root as root, --oversubscribe when ranks exceed the slots (the local
 # physical cores, or the sum of the hostfile's slots), --bind-to none, and exports OMP_NUM_THREADS
 # (default: slots / ranks, at least 1). With a hostfile the program must exist at the same
-# path on every host.
+# path on every host. Options it does not know, before the --, go to mpirun as they are.
+#
+# A user error ends every rank with its message and exit 1; mpirun then adds a banner
+# ("Primary job terminated normally, but 1 process returned a non-zero exit code ...")
+# that says nothing more, so run.sh drops exactly that banner from mpirun's stderr
+# (--mpi-banners keeps it). Reports of ranks killed by a signal or aborted are kept.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 usage() {
-  echo "usage: launch/run.sh -n RANKS [--hostfile FILE] [--threads T] [--dry-run] -- PROGRAM [ARGS...]" >&2
+  echo "usage: launch/run.sh -n RANKS [--hostfile FILE] [--threads T] [--mpi-banners] [--dry-run]" \
+       "[MPIRUN OPTIONS...] -- PROGRAM [ARGS...]" >&2
   exit "${1:-2}"
 }
 
-ranks=1 hostfile="" threads=${OMP_NUM_THREADS:-} dry_run=0
+ranks=1 hostfile="" threads=${OMP_NUM_THREADS:-} dry_run=0 banners=0 mpirun_options=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -n|-np|--np) ranks=${2:?-n needs a rank count}; shift 2 ;;
     --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
     --threads) threads=${2:?--threads needs a count}; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --mpi-banners) banners=1; shift ;;
     -h|--help) usage 0 ;;
     --) shift; break ;;
-    *) echo "run.sh: unknown option '$1' (put the program after --)" >&2; usage ;;
+    *) mpirun_options+=("$1"); shift ;;
   esac
 done
-[ $# -gt 0 ] || usage
+[ $# -gt 0 ] || { echo "run.sh: no program; put it after -- (launch/run.sh -n 2 -- train_gpt)" >&2; usage; }
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -n must be a positive integer, got '$ranks'" >&2; exit 2; }
 
 if [ -n "$hostfile" ]; then
@@ -50,8 +58,28 @@ cmd=(mpirun -n "$ranks" --bind-to none -x "OMP_NUM_THREADS=$threads")
 [ "$(id -u)" -eq 0 ] && cmd+=(--allow-run-as-root)
 [ "$ranks" -gt "$slots" ] && cmd+=(--oversubscribe)
 [ -n "$hostfile" ] && cmd+=(--hostfile "$hostfile")
-cmd+=("$program" "$@")
+cmd+=("${mpirun_options[@]}" "$program" "$@")
 
 echo "run.sh: ${cmd[*]}" >&2
 [ "$dry_run" -eq 1 ] && exit 0
-exec "${cmd[@]}"
+[ "$banners" -eq 1 ] && exec "${cmd[@]}"
+
+# Drops the two help blocks mpirun prints when ranks exit non-zero by themselves (each a
+# line of dashes, the message, a line of dashes); everything else passes through.
+drop_exit_banner() {
+  awk '
+    function flush() { for (i = 1; i <= n; i++) print held[i]; n = 0; fflush() }
+    /^-+$/ && dropping { dropping = 0; next }
+    dropping { next }
+    /^-+$/ { flush(); held[++n] = $0; next }
+    n == 1 && (/^Primary job +terminated normally, but/ ||
+               /^mpirun detected that one or more processes exited with non-zero status/) {
+      n = 0; dropping = 1; next
+    }
+    { held[++n] = $0; flush() }
+    END { flush() }'
+}
+# stderr goes through the filter; stdout (fd 3) straight to ours.
+set +e
+{ "${cmd[@]}" 2>&1 1>&3 3>&- | drop_exit_banner >&2; } 3>&1
+exit "${PIPESTATUS[0]}"

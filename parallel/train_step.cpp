@@ -9,7 +9,8 @@
 namespace shardlab::parallel {
 
 StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
-                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace) {
+                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace,
+                      const std::function<void()>& gradients_ready) {
   StepResult result;
   DataParallel& strategy = *parallel;
   // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
@@ -37,6 +38,7 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, opt
   }
   result.moe = model.moe_state->stats;
   strategy.finish_gradients();
+  if (gradients_ready) gradients_ready();
   result.grad_norm = optim::clip_grad_norm(optimizer.views(), max_norm, strategy.norm_reduction());
   optimizer.step(lr);
   strategy.finish_step();

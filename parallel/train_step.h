@@ -10,6 +10,8 @@
 //   const StepResult r = train_step(model, strategy, *optimizer, loader.next(), k, schedule.lr(step), 1.0);
 #pragma once
 
+#include <functional>
+
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
 #include "optim/optimizer.h"
@@ -26,8 +28,11 @@ struct StepResult {
 
 // `batch` is this rank's rows of the global batch. With a trace, each microbatch's
 // forward and backward is a span on its compute lane.
-// `optimizer` is built over strategy->parameters().
+// `optimizer` is built over strategy->parameters(). `gradients_ready`, where given, runs on
+// every rank once the gradients are final (averaged over the data ranks, not yet clipped),
+// before the update: a collective there sees the same point of the step everywhere.
 StepResult train_step(nn::Transformer& model, const ParallelModel& strategy, optim::Optimizer& optimizer,
-                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace = nullptr);
+                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace = nullptr,
+                      const std::function<void()>& gradients_ready = {});
 
 }  // namespace shardlab::parallel

@@ -101,7 +101,9 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
 
 TEST_CASE("the optimizer is the caller's: SGD with momentum trains under every ZeRO stage as in one process") {
   // The strategies hand out parameter views and know nothing of the optimizer's update.
-  const optim::OptimizerConfig sgd{.name = "sgd", .sgd = {.momentum = 0.9f}};
+  optim::OptimizerConfig sgd;
+  sgd.name = "sgd";
+  sgd.sgd.momentum = 0.9f;
   const Run ref = shardlab::testing::reference(tiny(nn::Remat::None), 2, 11, sgd);
   for (const std::string& spec : data_parallel_meshes()) {
     Mesh mesh(MPI_COMM_WORLD, spec);

@@ -157,6 +157,48 @@ TEST_CASE("KV-cache decoding reproduces the full forward") {
   }
 }
 
+TEST_CASE("a left-padded batch decodes each row as it decodes alone") {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = ModelConfig::preset(preset);
+    Transformer model(c);
+    initialize(model, 3);
+    const std::vector<int64_t> lengths{3, 7, 5};
+    const int64_t B = 3, T = 7, steps = 3;
+    auto ids = tokens(B * (T + steps), c.vocab, 11);  // row b: its prompt, then `steps` fed tokens
+    auto row_tokens = [&](int64_t b, int64_t from, int64_t n) {
+      return std::vector<int32_t>(ids.begin() + b * (T + steps) + from, ids.begin() + b * (T + steps) + from + n);
+    };
+    // The batch: prompts left-padded to T (padding ids are arbitrary: 0), then one token a step.
+    KVCache batch(c, B);
+    std::vector<int32_t> padded(B * T, 0);
+    for (int64_t b = 0; b < B; ++b) {
+      batch.pad[b] = T - lengths[b];
+      auto p = row_tokens(b, 0, lengths[b]);
+      std::copy(p.begin(), p.end(), padded.begin() + b * T + batch.pad[b]);
+    }
+    std::vector<Tensor> out{model.decode(padded, B, T, batch)};
+    for (int64_t s = 0; s < steps; ++s) {
+      std::vector<int32_t> step;
+      for (int64_t b = 0; b < B; ++b) step.push_back(row_tokens(b, lengths[b] + s, 1)[0]);
+      out.push_back(model.decode(step, B, 1, batch));
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      KVCache alone(c, 1);
+      std::vector<Tensor> ref{model.decode(row_tokens(b, 0, lengths[b]), 1, lengths[b], alone)};
+      for (int64_t s = 0; s < steps; ++s) ref.push_back(model.decode(row_tokens(b, lengths[b] + s, 1), 1, 1, alone));
+      for (int64_t v = 0; v < c.vocab; v += 7) {  // the prompt's last position, then every step
+        CAPTURE(preset);
+        CAPTURE(b);
+        CHECK(out[0].data()[((b + 1) * T - 1) * c.vocab + v] ==
+              doctest::Approx(ref[0].data()[(lengths[b] - 1) * c.vocab + v]).epsilon(1e-4));
+        for (int64_t s = 1; s <= steps; ++s) {
+          CHECK(out[s].data()[b * c.vocab + v] == doctest::Approx(ref[s].data()[v]).epsilon(1e-4));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("bad model configs are user errors naming the values") {
   ModelConfig c = ModelConfig::preset("gpt-tiny");
   c.n_heads = 3;

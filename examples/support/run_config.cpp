@@ -103,6 +103,9 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
       ("ckpt-every", "steps between checkpoints (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
       ("save-step0", "also write ckpt_000000.h5 before the first step: the initial weights, e.g. to load into "
        "another framework")
+      ("dump-grads", "write the first step's gradients (averaged, before clipping) with the weights they belong "
+       "to, unsharded, to this HDF5 file: optim/grad/<name> beside params/<name> (docs/checkpoint_format.md)",
+       cxxopts::value<std::string>()->default_value(""))
       ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "print this help");
@@ -211,6 +214,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   r.ckpt_dir = p["ckpt-dir"].as<std::string>();
   r.ckpt_every = p["ckpt-every"].as<int64_t>();
   r.save_step0 = p.count("save-step0") > 0;
+  r.dump_grads = p["dump-grads"].as<std::string>();
   r.resume = p["resume"].as<std::string>();
   r.threads = p["threads"].as<int>();
   r.mesh = p["mesh"].as<std::string>();

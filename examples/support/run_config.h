@@ -43,6 +43,7 @@ struct RunConfig {
   std::string ckpt_dir = "runs";
   int64_t ckpt_every = 0;   // 0: only at the end
   bool save_step0 = false;  // also a checkpoint of the initial weights
+  std::string dump_grads;   // file for the first step's gradients ('' none)
   std::string resume;       // a checkpoint path to continue from
   int threads = 0;          // OpenMP threads per rank, 0: runtime default
   // parallel layout (used from issue 5 on)

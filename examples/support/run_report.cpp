@@ -264,6 +264,10 @@ void RunReport::resumed(const std::string& path, int64_t step) {
   if (leader()) std::printf("resumed from %s at step %lld\n", path.c_str(), static_cast<long long>(step));
 }
 
+void RunReport::wrote_gradients(const std::string& path) {
+  if (leader()) std::printf("gradients of this step (averaged, before clipping) written to %s\n", path.c_str());
+}
+
 void RunReport::wrote_trace(const std::string& path) {
   if (leader()) std::printf("trace of every rank's compute and collectives written to %s (open it in ui.perfetto.dev)\n", path.c_str());
 }

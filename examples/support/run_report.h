@@ -47,6 +47,7 @@ class RunReport {
   void saved(const std::string& path);
   void resumed(const std::string& path, int64_t step);
   void wrote_trace(const std::string& path);
+  void wrote_gradients(const std::string& path);
   void finish();
 
  private:

@@ -4,10 +4,14 @@
 #include <chrono>
 #include <cmath>
 
+#include "framework/error.h"
 #include "framework/rng.h"
 
 namespace shardlab::cli {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int pick(const float* logits, int64_t V, const SampleOptions& o, uint64_t draw) {
   if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits, logits + V) - logits);
@@ -25,32 +29,70 @@ int pick(const float* logits, int64_t V, const SampleOptions& o, uint64_t draw) 
   return scored[keep - 1].second;
 }
 
+// Fills `cache` (emptied first) with each row's last `keep` tokens, left-padded to the
+// longest, and returns the logits of every row's last position [B, V] (row-major).
+std::vector<float> prefill(const nn::Transformer& model, const std::vector<std::vector<int>>& rows, int64_t keep,
+                           nn::KVCache& cache) {
+  const auto B = static_cast<int64_t>(rows.size());
+  int64_t T = 0;
+  for (const auto& r : rows) T = std::max(T, std::min<int64_t>(keep, static_cast<int64_t>(r.size())));
+  std::vector<int32_t> ids(B * T, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& r = rows[b];
+    const int64_t n = std::min<int64_t>(keep, static_cast<int64_t>(r.size()));
+    cache.pad[b] = T - n;
+    std::copy(r.end() - n, r.end(), ids.begin() + b * T + (T - n));
+  }
+  cache.length = 0;
+  const Tensor logits = model.decode(ids, B, T, cache);
+  const int64_t V = model.config.vocab;
+  std::vector<float> last(B * V);
+  for (int64_t b = 0; b < B; ++b) std::copy_n(logits.data() + ((b + 1) * T - 1) * V, V, last.begin() + b * V);
+  return last;
+}
+
 }  // namespace
 
-std::vector<int> sample(const nn::Transformer& model, const std::vector<int>& prompt, const SampleOptions& o,
-                        SampleTiming* timing) {
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  const int64_t V = model.config.vocab, room = model.config.context - o.max_new;
-  std::vector<int32_t> ids(prompt.end() - std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(room, 1)),
-                           prompt.end());
-  nn::KVCache cache(model.config, 1, model.blocks.front()->attn.n_kv_heads);  // this rank's kv heads
-  std::vector<int> out;
-  SampleTiming t{.prompt_tokens = static_cast<int64_t>(ids.size())};
+std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::vector<std::vector<int>>& prompts,
+                                     const SampleOptions& o, SampleTiming* timing) {
+  SL_ASSERT(!prompts.empty(), "sample() needs at least one prompt");
+  const auto B = static_cast<int64_t>(prompts.size());
+  const int64_t V = model.config.vocab, context = model.config.context;
+  // Without a sliding window every row must fit prompt + max_new in the context.
+  const int64_t room = o.sliding_window ? context - 1 : std::max<int64_t>(context - o.max_new, 1);
+  nn::KVCache cache(model.config, B, model.blocks.front()->attn.n_kv_heads);  // this rank's kv heads
+  std::vector<std::vector<int>> history = prompts, out(B);
+  std::vector<bool> done(B, false);
+  SampleTiming t{.batch = B};
+
   auto start = Clock::now();
-  Tensor logits = model.decode(ids, 1, static_cast<int64_t>(ids.size()), cache);
+  std::vector<float> last = prefill(model, history, room, cache);
   t.prefill_seconds = seconds_since(start);
-  const float* last = logits.data() + (static_cast<int64_t>(ids.size()) - 1) * V;
+  t.prompt_tokens = cache.length;
+  std::vector<int32_t> step_ids(B);
   for (int i = 0; i < o.max_new; ++i) {
-    int next = pick(last, V, o, static_cast<uint64_t>(i));
-    out.push_back(next);
-    if (next == o.stop_token || cache.length >= model.config.context || i + 1 == o.max_new) break;
-    int32_t token = next;
+    for (int64_t b = 0; b < B; ++b) {
+      const int next = pick(last.data() + b * V, V, o, static_cast<uint64_t>(i) * B + b);
+      step_ids[b] = next;
+      if (done[b]) continue;
+      out[b].push_back(next);
+      history[b].push_back(next);
+      done[b] = next == o.stop_token;
+    }
+    if (i + 1 == o.max_new || std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    if (cache.length >= context) {
+      if (!o.sliding_window) break;  // the caller checked that this cannot happen
+      start = Clock::now();
+      last = prefill(model, history, context / 2, cache);  // the last half-window, again
+      t.slide_seconds += seconds_since(start);
+      ++t.slides;
+      continue;
+    }
     start = Clock::now();
-    logits = model.decode(std::span<const int32_t>(&token, 1), 1, 1, cache);
+    const Tensor logits = model.decode(step_ids, B, 1, cache);
     t.decode_seconds += seconds_since(start);
     ++t.decode_steps;
-    last = logits.data();
+    last.assign(logits.data(), logits.data() + B * V);
   }
   if (timing) *timing = t;
   return out;

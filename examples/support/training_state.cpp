@@ -57,6 +57,7 @@ void prepare_output_paths(const RunConfig& run, bool logs) {
   remove_interrupted_writes(run.ckpt_dir);
   check_writable_file(run.metrics, "--metrics");
   check_writable_file(run.trace, "--trace");
+  check_writable_file(run.dump_grads, "--dump-grads");
 }
 
 std::string resolve_resume(const std::string& resume, const std::string& dir) {

@@ -9,7 +9,7 @@
 
 namespace shardlab::nn {
 
-KVCache::KVCache(const ModelConfig& c, int64_t batch, int64_t kv_heads) {
+KVCache::KVCache(const ModelConfig& c, int64_t batch, int64_t kv_heads) : pad(static_cast<size_t>(batch), 0) {
   const int64_t K = kv_heads > 0 ? kv_heads : c.n_kv_heads;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     k.push_back(Tensor::zeros({batch, c.context, K * c.head_dim()}));
@@ -57,23 +57,26 @@ Tensor Attention::decode(const Tensor& x, KVCache& cache, int layer) const {
   Tensor y = Tensor::zeros({B, n, N * H});
   const float scale = 1.0f / std::sqrt(static_cast<float>(H));
   std::vector<float> p(ctx);
+  SL_ASSERT(static_cast<int64_t>(cache.pad.size()) == B, "KV cache built for another batch");
   for (int64_t b = 0; b < B; ++b) {
+    const int64_t first = cache.pad[b];  // the row's first real position
     for (int64_t t = 0; t < n; ++t) {
       const int64_t visible = start + t + 1;
+      if (visible <= first) continue;  // a padding position: its output is never read
       for (int64_t h = 0; h < N; ++h) {
         const int64_t kv = h / (N / K);
         const float* q = qkv.data() + (b * n + t) * C + h * H;
         float m = -INFINITY, z = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = first; j < visible; ++j) {
           const float* kr = kc.data() + (b * ctx + j) * K * H + kv * H;
           float s = 0.0f;
           for (int64_t i = 0; i < H; ++i) s += q[i] * kr[i];
           p[j] = s * scale;
           m = std::max(m, p[j]);
         }
-        for (int64_t j = 0; j < visible; ++j) z += (p[j] = std::exp(p[j] - m));
+        for (int64_t j = first; j < visible; ++j) z += (p[j] = std::exp(p[j] - m));
         float* out = y.data() + (b * n + t) * N * H + h * H;
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = first; j < visible; ++j) {
           const float* vr = vc.data() + (b * ctx + j) * K * H + kv * H;
           for (int64_t i = 0; i < H; ++i) out[i] += p[j] / z * vr[i];
         }

@@ -11,6 +11,10 @@ namespace shardlab::nn {
 struct KVCache {
   std::vector<Tensor> k, v;  // per layer [B, context, K * H]
   int64_t length = 0;        // positions filled
+  // Per row: its leading positions that hold left padding (a batch of prompts of unequal
+  // lengths is padded on the left to one length); they are never attended to, and the
+  // row's own positions count from the first real token.
+  std::vector<int64_t> pad;
 
   // kv_heads: the K this rank keeps (a tensor-parallel layout keeps some; 0: all of them).
   KVCache(const ModelConfig& config, int64_t batch, int64_t kv_heads = 0);

@@ -1,5 +1,6 @@
 #include "framework/nn/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/autograd.h"
@@ -75,13 +76,23 @@ Transformer::Transformer(const ModelConfig& c)
   if (c.arch == Arch::Llama) lm_head = std::make_unique<Linear>(*this, "lm_head", c.d_model, c.vocab, false);
 }
 
-Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset) const {
+Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset,
+                          std::span<const int64_t> left_pad) const {
   if (pos_offset + T > config.context) {
     throw UserError("sequence of " + std::to_string(pos_offset + T) + " tokens exceeds the model context " +
                     std::to_string(config.context) + "; raise --context or shorten the sequence");
   }
   Tensor x = wte(ids, B, T);
   if (!wpe) return x;
+  if (std::any_of(left_pad.begin(), left_pad.end(), [](int64_t p) { return p > 0; })) {
+    // Each row's positions count from its first real token; its padding takes position 0.
+    SL_ASSERT(static_cast<int64_t>(left_pad.size()) == B, "one left padding per row");
+    std::vector<int32_t> positions(B * T);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < T; ++t) positions[b * T + t] = static_cast<int32_t>(std::max<int64_t>(pos_offset + t - left_pad[b], 0));
+    }
+    return ops::add(x, (*wpe)(positions, B, T));
+  }
   std::vector<int32_t> positions(T);
   for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(pos_offset + t);
   return ops::add(x, ops::reshape((*wpe)(positions, 1, T), {T, config.d_model}));
@@ -118,7 +129,7 @@ Tensor Transformer::head_loss(const Tensor& x, std::span<const int32_t> targets,
 
 Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const {
   NoGradGuard no_grad;
-  Tensor x = embed(ids, B, n, cache.length);
+  Tensor x = embed(ids, B, n, cache.length, cache.pad);
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->decode(x, cache, static_cast<int>(l));
   cache.length += n;
   return logits_hook ? logits_hook(head(x)) : head(x);

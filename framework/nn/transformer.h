@@ -57,7 +57,10 @@ class Transformer : public Module {
 
   // The pieces loss() runs in order, for a pipeline stage (parallel/pipeline) that holds
   // only some of them: the embedding [B * T, D], the blocks, and the head's loss.
-  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset = 0) const;
+  // left_pad (inference, one per row): the row's leading padding positions; its learned
+  // positions count from its first real token.
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t pos_offset = 0,
+               std::span<const int64_t> left_pad = {}) const;
   Tensor head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator = 0.0) const;
 
   const ModelConfig config;

@@ -55,14 +55,55 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv) {
 
 MpiRuntime::~MpiRuntime() { MPI_Finalize(); }
 
+namespace {
+
+// A rank whose body threw a UserError waits here, up to `grace`, for the others on
+// `errors` (a communicator no other code uses). True when every rank arrived: each failed
+// the same validation of the same configuration, so the job can end with exit 1 and one
+// message instead of an abort; false when some rank is elsewhere (in a collective, say)
+// and only an abort will end it.
+bool every_rank_failed(MPI_Comm errors, std::chrono::milliseconds grace) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  SL_MPI(MPI_Ibarrier(errors, &request));
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    int done = 0;
+    SL_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Prints an error every rank reached: rank 0's message once as "error: ...", and
+// "rank R: error: ..." from any rank whose message differs from rank 0's.
+void print_agreed_error(MPI_Comm errors, const std::string& what) {
+  int rank = 0;
+  SL_MPI(MPI_Comm_rank(errors, &rank));
+  int length = rank == 0 ? mpi_count(static_cast<int64_t>(what.size())) : 0;
+  SL_MPI(MPI_Bcast(&length, 1, MPI_INT, 0, errors));
+  std::string first = rank == 0 ? what : std::string(static_cast<size_t>(length), '\0');
+  SL_MPI(MPI_Bcast(first.data(), length, MPI_CHAR, 0, errors));
+  if (rank == 0) {
+    std::fprintf(stderr, "error: %s\n", what.c_str());
+  } else if (what != first) {
+    std::fprintf(stderr, "rank %d: error: %s\n", rank, what.c_str());
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace
+
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
   install_mpi_abort_handler(comm);
-  auto report_and_abort = [comm](const char* what, std::chrono::milliseconds grace) {
+  MPI_Comm errors = MPI_COMM_NULL;
+  SL_MPI(MPI_Comm_dup(comm, &errors));
+  const Comm errors_owner = Comm::owned(errors);
+  auto report_and_abort = [comm](const char* what) {
     int rank = -1;
     MPI_Comm_rank(comm, &rank);
     std::fprintf(stderr, "rank %d: error: %s\n", rank, what);
     std::fflush(stderr);
-    std::this_thread::sleep_for(grace);
     // Other ranks may already sit in a collective; only an abort is sure to end them.
     MPI_Abort(comm, 1);
     return 1;
@@ -76,17 +117,16 @@ int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
     SL_MPI(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm));
     return worst;
   } catch (const UserError& e) {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    if (size == 1) {  // nobody to stop: a clear message and exit 1, no abort banner
-      std::fprintf(stderr, "error: %s\n", e.what());
+    // Every rank validates the same configuration, so a user error normally reaches all
+    // of them within moments: they agree, print it once and exit 1 with MPI finalised --
+    // no abort, no OpenMPI banner beyond mpirun's own non-zero-exit note (-q hides it).
+    if (every_rank_failed(errors, std::chrono::seconds(3))) {
+      print_agreed_error(errors, e.what());
       return 1;
     }
-    // Config is validated identically on every rank: the grace lets every rank print
-    // the same message before the first abort tears the others down.
-    return report_and_abort(e.what(), std::chrono::milliseconds(300));
+    return report_and_abort(e.what());
   } catch (const std::exception& e) {
-    return report_and_abort(e.what(), std::chrono::milliseconds(0));
+    return report_and_abort(e.what());
   }
 }
 

@@ -5,8 +5,9 @@
 // Failure policy (DESIGN 6): a rank that fails must take the whole job down, or the
 // others wait in their next collective forever. `run_mpi_main` catches any exception,
 // prints "rank R: error: ..." and calls MPI_Abort on the job's communicator; SL_ASSERT
-// failures do the same through the abort handler it installs. A program's main names the
-// job (the world communicator); library code only ever receives it.
+// failures do the same through the abort handler it installs. A user error that every
+// rank reaches ends the job without an abort: one message, exit 1. A program's main
+// names the job (the world communicator); library code only ever receives it.
 //
 //   int main(int argc, char** argv) {
 //     MpiRuntime mpi(argc, argv);
@@ -48,10 +49,11 @@ class MpiRuntime {
 // calls it; test mains that run doctest themselves call it too.
 void install_mpi_abort_handler(MPI_Comm job);
 
-// Installs the abort handler for `comm`, then runs `body`; on any exception prints
-// "rank R: error: <what>" to stderr and aborts every rank of `comm` with exit code 1 (a
-// UserError in a one-rank job prints "error: <what>" and returns 1, without an abort).
-// Otherwise every rank waits for the others and returns the largest of their exit codes.
+// Installs the abort handler for `comm`, then runs `body`, and returns the largest of the
+// ranks' exit codes. A UserError that every rank of `comm` throws within 3 s of the first
+// (a bad configuration, validated alike everywhere) prints "error: <what>" once and
+// returns 1 on every rank, with no abort; any other exception, or a UserError some rank
+// does not share, prints "rank R: error: <what>" and aborts every rank with exit code 1.
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
 
 // An owned communicator (freed on destruction) or a borrowed one (never freed).

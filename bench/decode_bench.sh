@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# decode_bench.sh: decode throughput against batch size on this machine, measured by
+# `generate --prompts` beside the cost model's prediction on the calibrated local profile.
+# The book's inference chapter: a decode step reads every weight once whatever the batch,
+# so small batches are memory-bound (step time flat, tokens/s growing with B) until the
+# weight matmuls' FLOPs catch up at the critical batch B* = FLOP/s / (bandwidth / bytes per
+# weight * 2 FLOPs) (fp32 weights here: B* = 2 FLOP/s / bandwidth); past it tokens/s levels off.
+# Model: GPT, V 256, T 256, D 768, L 6, N 12, F 3072 (42.5M weights, 170 MB in fp32: far
+# past the caches); 16-token prompts, 32 new tokens per row, greedy.
+# Usage: bench/decode_bench.sh [build-dir] [out.csv]   (BATCHES="1 2 4 ..." to choose; 1 rank,
+#        THREADS threads, default 2). Plot: python3 bench/plot_decode.py out.csv -o decode.png
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+csv=${2:-}
+threads=${THREADS:-2}
+batches=${BATCHES:-1 2 4 8 16 32 64}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=$threads
+
+model=(--model gpt-small --vocab 256 --context 256 --d-model 768 --layers 6 --heads 12 --d-ff 3072)
+"$build/examples/train_gpt" "${model[@]}" --steps 1 --batch 1 --eval-every 0 --eval-batches 1 --eval-problems 0 \
+  --threads "$threads" --ckpt-dir "$tmp" > "$tmp/train.log" 2>&1 || { cat "$tmp/train.log"; exit 1; }
+ckpt=$(ls "$tmp"/ckpt_*.h5 | tail -1)
+
+# The profile generate predicts with (measured on its first run, cached in the working directory).
+profile=shardlab_local.profile.${threads}threads
+"$build/examples/generate" --ckpt "$ckpt" --max-new 2 > /dev/null 2>&1
+flops=$(awk -F' = ' '$1 == "flops_fp32" {print $2}' "$profile")
+bw=$(awk -F' = ' '$1 == "hbm_bandwidth" {print $2}' "$profile")
+awk -v f="$flops" -v b="$bw" 'BEGIN { printf "local profile: %.1f GFLOP/s fp32 GEMM, %.1f GB/s memory; critical batch B* = 2 x FLOP/s / bandwidth = %.1f\n", f / 1e9, b / 1e9, 2 * f / b }'
+
+printf "%6s %14s %14s %12s %12s %9s\n" batch "step ms" "predicted ms" "tokens/s" "predicted" "meas/pred"
+[ -n "$csv" ] && echo "batch,step_s,predicted_step_s,tokens_per_s,predicted_tokens_per_s" > "$csv"
+for B in $batches; do
+  for ((i = 0; i < B; ++i)); do echo "Once upon a time"; done > "$tmp/prompts.txt"  # 16 tokens each
+  "$build/examples/generate" --ckpt "$ckpt" --prompts "$tmp/prompts.txt" --max-new 32 > /dev/null 2> "$tmp/err"
+  line=$(grep "^batch" "$tmp/err")
+  ms=$(sed -E 's/.*decode [0-9]+ steps: ([0-9.]+) ms per step.*/\1/' <<< "$line")
+  pred=$(sed -E 's/.*decode ([0-9.]+) ms per step$/\1/' <<< "$line")
+  awk -v B="$B" -v ms="$ms" -v p="$pred" 'BEGIN { printf "%6d %14.2f %14.2f %12.0f %12.0f %9.2f\n", B, ms, p, 1e3 * B / ms, 1e3 * B / p, ms / p }'
+  [ -n "$csv" ] && awk -v B="$B" -v ms="$ms" -v p="$pred" \
+    'BEGIN { printf "%d,%g,%g,%g,%g\n", B, ms / 1e3, p / 1e3, 1e3 * B / ms, 1e3 * B / p }' >> "$csv"
+done
