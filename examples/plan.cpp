@@ -24,7 +24,6 @@
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
 #include "parallel/cost/inference.h"
-#include "parallel/cost/json.h"
 #include "parallel/cost/planner.h"
 
 using namespace shardlab;
@@ -53,14 +52,14 @@ int cmd_hw(const cxxopts::ParseResult& a) {
   std::string text;
   for (const std::string& name : hardware_names()) {
     const HardwareProfile& p = hardware(name);
-    list.push(profile_json(p));
+    list.push_back(profile_json(p));
     char line[256];
     std::snprintf(line, sizeof line, "%-8s bf16 %-12s HBM %-9s %-12s link %s\n", p.name.c_str(),
                   human(p.flops_bf16, "FLOP/s").c_str(), human(p.hbm_bytes, "B").c_str(),
                   human(p.hbm_bandwidth, "B/s").c_str(), human(p.ici.bandwidth, "B/s").c_str());
     text += line;
   }
-  emit(a, Json::object().set("profiles", list), text);
+  emit(a, Json{{"profiles", list}}, text);
   return 0;
 }
 
@@ -74,18 +73,18 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
   m.w = parse_dtype(a["w-dtype"].as<std::string>());
   m.out = parse_dtype(a["out-dtype"].as<std::string>());
   const int shards = a["shards"].as<int>();
-  Json json = Json::object().set("hw", hw.name).set("b", m.b).set("d", m.d).set("f", m.f)
-                  .set("compute_dtype", to_string(compute_dtype(m.x, m.w)));
+  Json json = Json{{"hw", hw.name}, {"b", m.b}, {"d", m.d}, {"f", m.f},
+                   {"compute_dtype", to_string(compute_dtype(m.x, m.w))}};
   std::string text;
   if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
-    json.set("shards", shards).set("roofline", roofline_json(s.roofline)).set("critical_d", s.critical_d);
+    json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
     text = "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
            explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
   } else {
     const Roofline r = matmul_roofline(m, hw);
     const double critical_b = matmul_critical_batch(m, hw);
-    json.set("roofline", roofline_json(r)).set("critical_batch", critical_b);
+    json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}});
     text = explain(r, "memory") + "compute-bound iff B > " + human(critical_b, "") + "\n";
   }
   emit(a, json, text);
@@ -120,11 +119,11 @@ int cmd_collective(const cxxopts::ParseResult& a) {
     c = collective_cost(op, bytes, chosen, hw, bidirectional);
   }
   Json sizes = Json::array();
-  for (int s : chosen) sizes.push(s);
-  const Json json = Json::object().set("hw", hw.name).set("op", to_string(op)).set("bytes", bytes)
-                        .set("axis_sizes", sizes).set("bidirectional", bidirectional).set("seconds", c.seconds)
-                        .set("bandwidth_seconds", c.bandwidth_seconds).set("latency_seconds", c.latency_seconds)
-                        .set("hops", c.hops).set("latency_bound", c.latency_bound).set("path", c.path);
+  for (int s : chosen) sizes.push_back(s);
+  const Json json = Json{{"hw", hw.name}, {"op", to_string(op)}, {"bytes", bytes}, {"axis_sizes", sizes},
+                         {"bidirectional", bidirectional}, {"seconds", c.seconds},
+                         {"bandwidth_seconds", c.bandwidth_seconds}, {"latency_seconds", c.latency_seconds},
+                         {"hops", c.hops}, {"latency_bound", c.latency_bound}, {"path", c.path}};
   std::string text = to_string(op) + " of " + human(bytes, "B") + " on " + hw.name + " over " + c.path + ": " +
                      human(c.seconds, "s") + "\n  " + (c.latency_bound ? "latency-bound: " : "bandwidth-bound: ") +
                      std::to_string(c.hops) + " hops x " + human(hw.ici.latency, "s") + " = " +
@@ -134,34 +133,34 @@ int cmd_collective(const cxxopts::ParseResult& a) {
 }
 
 Json params_json(const ParamCounts& p) {
-  return Json::object().set("attention", p.attention).set("mlp", p.mlp).set("router", p.router)
-      .set("norms", p.norms).set("embedding", p.embedding).set("unembedding", p.unembedding)
-      .set("positions", p.positions).set("total", p.total).set("active", p.active).set("matmul", p.matmul);
+  return Json{{"attention", p.attention}, {"mlp", p.mlp}, {"router", p.router}, {"norms", p.norms},
+              {"embedding", p.embedding}, {"unembedding", p.unembedding}, {"positions", p.positions},
+              {"total", p.total}, {"active", p.active}, {"matmul", p.matmul}};
 }
 
 Json memory_json(const TrainingMemory& m) {
-  return Json::object().set("params", m.params).set("grads", m.grads).set("optimizer", m.optimizer)
-      .set("activations", m.activations).set("total", m.total());
+  return Json{{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
+              {"total", m.total()}};
 }
 
 int cmd_model(const cxxopts::ParseResult& a) {
   if (a.count("list")) {
     Json names = Json::array();
     std::string text;
-    for (const auto& n : model_preset_names()) names.push(n), text += n + "\n";
-    emit(a, Json::object().set("presets", names), text);
+    for (const auto& n : model_preset_names()) names.push_back(n), text += n + "\n";
+    emit(a, Json{{"presets", names}}, text);
     return 0;
   }
   const TransformerShape s = model_from(a);
   const ParamCounts p = count_params(s);
   const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
   const DType kv = parse_dtype(a["kv-dtype"].as<std::string>());
-  Json json = Json::object().set("model", s.describe()).set("params", params_json(p))
-                  .set("train_flops_per_token", train_flops_per_token(s, remat))
-                  .set("forward_flops_per_token", forward_flops_per_token(s, s.context))
-                  .set("attention_crossover_context", attention_crossover_context(s))
-                  .set("kv_bytes_per_token", kv_bytes_per_token(s, kv)).set("remat", nn::remat_name(remat))
-                  .set("saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat));
+  Json json = Json{{"model", s.describe()}, {"params", params_json(p)},
+                   {"train_flops_per_token", train_flops_per_token(s, remat)},
+                   {"forward_flops_per_token", forward_flops_per_token(s, s.context)},
+                   {"attention_crossover_context", attention_crossover_context(s)},
+                   {"kv_bytes_per_token", kv_bytes_per_token(s, kv)}, {"remat", nn::remat_name(remat)},
+                   {"saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat)}};
   std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
                      ", mlp " + human(p.mlp, "") + ", embeddings " + human(p.embedding + p.unembedding, "") +
                      ", active " + human(p.active, "") + ")\n  training " +
@@ -172,7 +171,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
   if (a.count("batch")) {
     const double tokens = parse_size(a["batch"].as<std::string>(), "batch");
     const TrainingMemory m = training_memory(s, tokens, remat, {});
-    json.set("batch_tokens", tokens).set("training_memory", memory_json(m));
+    json.update(Json{{"batch_tokens", tokens}, {"training_memory", memory_json(m)}});
     text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + nn::remat_name(remat) +
             "): params " + human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " +
             human(m.optimizer, "B") + ", activations " + human(m.activations, "B") + "\n";
@@ -184,17 +183,23 @@ int cmd_model(const cxxopts::ParseResult& a) {
 Json estimate_json(const StepEstimate& e) {
   Json comms = Json::array();
   for (const AxisComm& c : e.comms)
-    comms.push(Json::object().set("axis", c.axis).set("what", c.what).set("op", to_string(c.op))
-                   .set("bytes", c.bytes).set("count", c.count).set("seconds", c.seconds).set("path", c.path));
+    comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
+                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
   const Layout& l = e.layout;
-  return Json::object().set("layout", Json::object().set("data", l.data).set("fsdp", l.fsdp).set("pipe", l.pipe)
-                                          .set("expert", l.expert).set("tensor", l.tensor)
-                                          .set("microbatches", l.microbatches))
-      .set("strategy", l.strategy()).set("step_seconds", e.step_seconds)
-      .set("step_seconds_serial", e.step_seconds_serial).set("compute_seconds", e.compute_seconds)
-      .set("comm_seconds", e.comm_seconds).set("bubble_fraction", e.bubble_fraction)
-      .set("compute_bound", e.compute_bound).set("bottleneck", e.bottleneck).set("memory_per_chip", memory_json(e.memory))
-      .set("fits", e.fits).set("comms", comms);
+  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"pipe", l.pipe},
+                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
+  return Json{{"layout", layout},
+              {"strategy", l.strategy()},
+              {"step_seconds", e.step_seconds},
+              {"step_seconds_serial", e.step_seconds_serial},
+              {"compute_seconds", e.compute_seconds},
+              {"comm_seconds", e.comm_seconds},
+              {"bubble_fraction", e.bubble_fraction},
+              {"compute_bound", e.compute_bound},
+              {"bottleneck", e.bottleneck},
+              {"memory_per_chip", memory_json(e.memory)},
+              {"fits", e.fits},
+              {"comms", comms}};
 }
 
 // "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
@@ -255,16 +260,16 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
   const int64_t ff = c.model.d_ff;
   const double per_chip = c.batch_tokens / chips;
-  Json conditions = Json::object().set("tokens_per_chip", per_chip)
-                        .set("dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute))
-                        .set("tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute))
-                        .set("fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute));
+  Json conditions = Json{{"tokens_per_chip", per_chip},
+                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute)},
+                         {"tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute)},
+                         {"fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute)}};
   const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
   if (c.model.experts > 0) {
-    conditions.set("moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k));
+    conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
   }
   const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
-  conditions.set("fsdp_tp_x_opt", split.x_opt);
+  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
   Json ranked = Json::array(), skipped = Json::object();
   std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
                      std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
@@ -282,7 +287,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
                      std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
   for (int i = 0; i < top; ++i) {
     const PlanEntry& e = plan.ranked[i];
-    ranked.push(estimate_json(e.estimate).set("rank", i + 1).set("verdict", e.verdict));
+    Json entry = estimate_json(e.estimate);
+    entry.update(Json{{"rank", i + 1}, {"verdict", e.verdict}});
+    ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
                   e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
@@ -291,12 +298,12 @@ int cmd_train(const cxxopts::ParseResult& a) {
     text += line;
   }
   for (const auto& [why, count] : plan.skipped) {
-    skipped.set(why, count);
+    skipped[why] = count;
     text += "  skipped " + std::to_string(count) + ": " + why + "\n";
   }
-  emit(a, Json::object().set("hw", hw.name).set("model", c.model.describe()).set("chips", chips)
-              .set("batch_tokens", c.batch_tokens).set("conditions", conditions).set("layouts", static_cast<int>(plan.ranked.size()))
-              .set("feasible", plan.feasible).set("ranked", ranked).set("skipped", skipped),
+  emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
+               {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}},
        text);
   return plan.feasible > 0 ? 0 : 2;
 }
@@ -313,17 +320,26 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   const ServedModel m = served_model(s, parse_dtype(a["kv-dtype"].as<std::string>()));
   const DecodeEstimate d = estimate_decode(m, c, hw);
   const PrefillEstimate p = estimate_prefill(m, c, hw);
-  const Json json = Json::object().set("hw", hw.name).set("model", s.describe()).set("batch", c.batch)
-      .set("context", c.context).set("chips", c.chips)
-      .set("decode", Json::object().set("step_seconds", d.step_seconds).set("tokens_per_second", d.tokens_per_second)
-                         .set("tokens_per_second_per_chip", d.tokens_per_second_per_chip)
-                         .set("params_seconds", d.params_seconds).set("attention_seconds", d.attention_seconds)
-                         .set("weight_bytes", d.weight_bytes).set("kv_bytes", d.kv_bytes)
-                         .set("memory_per_chip", d.memory_per_chip).set("memory_bound", d.memory_bound)
-                         .set("critical_batch", d.critical_batch).set("fits", d.fits).set("min_chips", d.min_chips))
-      .set("prefill", Json::object().set("seconds", p.seconds).set("flops", p.flops).set("matmul_flops", p.matmul_flops)
-                          .set("tokens_per_second", p.tokens_per_second).set("compute_bound", p.compute_bound))
-      .set("tp_max_degree", tp_max_degree(s.d_ff, hw, 1));
+  const Json decode{{"step_seconds", d.step_seconds},
+                    {"tokens_per_second", d.tokens_per_second},
+                    {"tokens_per_second_per_chip", d.tokens_per_second_per_chip},
+                    {"params_seconds", d.params_seconds},
+                    {"attention_seconds", d.attention_seconds},
+                    {"weight_bytes", d.weight_bytes},
+                    {"kv_bytes", d.kv_bytes},
+                    {"memory_per_chip", d.memory_per_chip},
+                    {"memory_bound", d.memory_bound},
+                    {"critical_batch", d.critical_batch},
+                    {"fits", d.fits},
+                    {"min_chips", d.min_chips}};
+  const Json prefill{{"seconds", p.seconds},
+                     {"flops", p.flops},
+                     {"matmul_flops", p.matmul_flops},
+                     {"tokens_per_second", p.tokens_per_second},
+                     {"compute_bound", p.compute_bound}};
+  const Json json{{"hw", hw.name},      {"model", s.describe()}, {"batch", c.batch},
+                  {"context", c.context}, {"chips", c.chips},      {"decode", decode},
+                  {"prefill", prefill},   {"tp_max_degree", tp_max_degree(s.d_ff, hw, 1)}};
   std::string text = s.describe() + "\ndecode, batch " + std::to_string(c.batch) + " at context " +
                      std::to_string(c.context) + " on " + std::to_string(c.chips) + " x " + hw.name + ": " +
                      human(d.step_seconds, "s") + " per step, " + human(d.tokens_per_second, "tokens/s") + " (" +
@@ -360,7 +376,9 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
   if (a.count("link-bandwidth")) p.ici.bandwidth = p.dcn.bandwidth = a["link-bandwidth"].as<double>();
   const std::string out = a["out"].as<std::string>().empty() ? local_profile_path() : a["out"].as<std::string>();
   save_profile(p, out);
-  emit(a, profile_json(p).set("path", out),
+  Json json = profile_json(p);
+  json["path"] = out;
+  emit(a, json,
        "measured: GEMM " + human(p.flops_fp32, "FLOP/s") + ", memory " + human(p.hbm_bandwidth, "B/s") +
            ", link " + human(p.ici.bandwidth, "B/s") + " (" + human(p.ici.latency, "s") + " per hop)\nwrote " + out + "\n");
   return 0;

@@ -14,7 +14,7 @@ using namespace shardlab::cost;
 
 namespace {
 
-Json link_json(const LinkSpec& l) { return Json::object().set("bandwidth", l.bandwidth).set("latency", l.latency); }
+Json link_json(const LinkSpec& l) { return Json{{"bandwidth", l.bandwidth}, {"latency", l.latency}}; }
 
 }  // namespace
 
@@ -47,25 +47,25 @@ std::string human(double value, const char* unit) {
 }
 
 void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text) {
-  std::cout << (args["json"].as<bool>() ? json.dump() + "\n" : text);
+  std::cout << (args["json"].as<bool>() ? json.dump(2) + "\n" : text);
 }
 
 Json profile_json(const HardwareProfile& p) {
   Json links = Json::object();
-  for (const auto& [axis, link] : p.axis_links) links.set(axis, link_json(link));
-  return Json::object().set("name", p.name).set("description", p.description).set("flops_bf16", p.flops_bf16)
-      .set("flops_fp32", p.flops_fp32).set("flops_int8", p.flops_int8).set("flops_fp8", p.flops_fp8)
-      .set("hbm_bytes", p.hbm_bytes).set("hbm_bandwidth", p.hbm_bandwidth)
-      .set("interconnect", p.interconnect == Interconnect::kTorus ? "torus" : "switched")
-      .set("ici", link_json(p.ici)).set("dcn", link_json(p.dcn)).set("torus_axes", p.torus_axes)
-      .set("wraparound", p.wraparound).set("wraparound_granule", p.wraparound_granule)
-      .set("node_size", p.node_size).set("calibrated", p.calibrated).set("axis_links", links);
+  for (const auto& [axis, link] : p.axis_links) links[axis] = link_json(link);
+  return Json{{"name", p.name}, {"description", p.description}, {"flops_bf16", p.flops_bf16},
+              {"flops_fp32", p.flops_fp32}, {"flops_int8", p.flops_int8}, {"flops_fp8", p.flops_fp8},
+              {"hbm_bytes", p.hbm_bytes}, {"hbm_bandwidth", p.hbm_bandwidth},
+              {"interconnect", p.interconnect == Interconnect::kTorus ? "torus" : "switched"},
+              {"ici", link_json(p.ici)}, {"dcn", link_json(p.dcn)}, {"torus_axes", p.torus_axes},
+              {"wraparound", p.wraparound}, {"wraparound_granule", p.wraparound_granule}, {"node_size", p.node_size},
+              {"calibrated", p.calibrated}, {"axis_links", links}};
 }
 
 Json roofline_json(const Roofline& r) {
-  return Json::object().set("flops", r.flops).set("bytes", r.bytes).set("intensity", r.intensity)
-      .set("critical_intensity", r.critical_intensity).set("t_math", r.t_math).set("t_comms", r.t_comms)
-      .set("lower_bound", r.lower_bound).set("upper_bound", r.upper_bound).set("compute_bound", r.compute_bound);
+  return Json{{"flops", r.flops}, {"bytes", r.bytes}, {"intensity", r.intensity},
+              {"critical_intensity", r.critical_intensity}, {"t_math", r.t_math}, {"t_comms", r.t_comms},
+              {"lower_bound", r.lower_bound}, {"upper_bound", r.upper_bound}, {"compute_bound", r.compute_bound}};
 }
 
 std::string explain(const Roofline& r, const char* bandwidth_name) {

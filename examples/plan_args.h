@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "parallel/cost/hardware.h"
-#include "parallel/cost/json.h"
 #include "parallel/cost/roofline.h"
 #include "parallel/cost/transformer.h"
 
 namespace shardlab::plan {
+
+// What `--json` prints: an object whose keys keep the order they were set in.
+using Json = nlohmann::ordered_json;
 
 // "4,4,4" -> {4, 4, 4}: non-negative integers separated by `separator`.
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag);
@@ -21,9 +25,9 @@ std::vector<int> parse_list(const std::string& text, char separator, const std::
 std::string human(double value, const char* unit);
 
 // Prints json (with --json) or text.
-void emit(const cxxopts::ParseResult& args, const cost::Json& json, const std::string& text);
-cost::Json profile_json(const cost::HardwareProfile& p);
-cost::Json roofline_json(const cost::Roofline& r);
+void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text);
+Json profile_json(const cost::HardwareProfile& p);
+Json roofline_json(const cost::Roofline& r);
 // One line: which bound, the intensities and the time bounds.
 std::string explain(const cost::Roofline& r, const char* bandwidth_name);
 

@@ -41,7 +41,7 @@ int train(int argc, char** argv) {
   if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
   if (run.threads > 0) omp_set_num_threads(run.threads);
   // The first collective: ranks started with different flags stop here, not in a hang.
-  parallel::check_same_configuration(MPI_COMM_WORLD, cli::command_line(argc, argv));
+  parallel::check_same_configuration(MPI_COMM_WORLD, run.flags);  // --config files expanded
 
   // Every rank validates the same layout against the model and batch before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
@@ -53,6 +53,7 @@ int train(int argc, char** argv) {
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));
   mesh.context().trace.set_recording(!run.trace.empty());
+  if (!run.trace.empty()) mesh.context().trace.align_clocks(mesh.comm());  // hosts' clocks differ
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   const cli::DataSource data = cli::open_data(run);
   data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Plots training and held-out loss (and answer accuracy) from train_gpt's JSONL metrics.
+"""Plots training and held-out loss (and answer accuracy) from train_gpt's JSONL metrics,
+or with --perf where the time goes: MFU, communication per axis and the step time, each
+measured beside its prediction.
 
     python3 launch/plot_loss.py [runs/metrics.jsonl ...] [-o loss.png]
+    python3 launch/plot_loss.py --perf [runs/metrics.jsonl ...] [-o perf.png]
 
 With matplotlib (apt-get install python3-matplotlib) it writes a PNG; without it, it
-prints a text chart of the training loss and a table of the evaluations.
+prints a text chart of the training loss and a table of the evaluations (--perf: a table
+of medians).
 """
 import argparse
 import json
@@ -46,6 +50,66 @@ def plot_png(runs, out):
     print(f"wrote {out}")
 
 
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[(n - 1) // 2] + values[n // 2]) / 2 if n else float("nan")
+
+
+def comm_axes(rows):
+    """The axes with communication in the metrics: 'exposed' (the data axes' exposed part)
+    and each model axis that logs <axis>_comm_s."""
+    axes = ["exposed"] if any("exposed_comm_s" in r for r in rows) else []
+    return axes + sorted({k[:-len("_comm_s")] for r in rows for k in r if k.endswith("_comm_s") and k != "exposed_comm_s"})
+
+
+def comm_key(axis, predicted=False):
+    if axis == "exposed":
+        return None if predicted else "exposed_comm_s"
+    return f"{axis}_comm_predicted_s" if predicted else f"{axis}_comm_s"
+
+
+def plot_perf_png(runs, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (mfu_ax, comm_ax, step_ax) = plt.subplots(1, 3, figsize=(15, 4))
+    for name, rows in runs.items():
+        line, = mfu_ax.plot(*zip(*[(s, 100 * m) for s, m in series(rows, "mfu")]), lw=1, label=name)
+        for axis in comm_axes(rows):
+            measured = series(rows, comm_key(axis))
+            c, = comm_ax.plot(*zip(*[(s, 1e3 * v) for s, v in measured]), lw=1, label=f"{name} {axis}")
+            if comm_key(axis, True) and series(rows, comm_key(axis, True)):
+                comm_ax.plot(*zip(*[(s, 1e3 * v) for s, v in series(rows, comm_key(axis, True))]), "--",
+                             color=c.get_color(), label=f"{name} {axis} predicted")
+        step_ax.plot(*zip(*[(s, 1e3 * v) for s, v in series(rows, "step_s")]), lw=1, color=line.get_color(),
+                     label=f"{name} measured")
+        if series(rows, "step_predicted_s"):
+            step_ax.plot(*zip(*[(s, 1e3 * v) for s, v in series(rows, "step_predicted_s")]), "--",
+                         color=line.get_color(), label=f"{name} predicted")
+    mfu_ax.set(xlabel="step", ylabel="% of the measured peak", title="MFU")
+    comm_ax.set(xlabel="step", ylabel="ms per step", title="communication per axis (exposed)")
+    step_ax.set(xlabel="step", ylabel="ms", title="step time")
+    for ax in (mfu_ax, comm_ax, step_ax):
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+def perf_text(runs):
+    for name, rows in runs.items():
+        def med(key, scale=1e3):
+            values = [v for _, v in series(rows, key)] if key else []
+            return f"{scale * median(values):.2f}" if values else "-"
+        print(f"{name}: medians over {len(rows)} steps")
+        print(f"  step {med('step_s')} ms (predicted {med('step_predicted_s')} ms) | MFU {med('mfu', 100)}%")
+        for axis in comm_axes(rows):
+            print(f"  comm {axis}: {med(comm_key(axis))} ms (predicted {med(comm_key(axis, True))} ms)")
+        print()
+
+
 def plot_text(runs, width=60, height=15):
     for name, rows in runs.items():
         points = series(rows, "loss")
@@ -77,18 +141,23 @@ def plot_text(runs, width=60, height=15):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("metrics", nargs="*", default=["runs/metrics.jsonl"], help="JSONL files from train_gpt --metrics")
-    parser.add_argument("-o", "--output", default="loss.png", help="PNG to write when matplotlib is available")
+    parser.add_argument("-o", "--output", help="PNG to write when matplotlib is available (loss.png, perf.png)")
     parser.add_argument("--text", action="store_true", help="print the text chart even if matplotlib is available")
+    parser.add_argument("--perf", action="store_true", help="MFU, communication per axis, step time vs predicted")
     args = parser.parse_args()
     runs = {path: read_rows(path) for path in args.metrics}
+    text = perf_text if args.perf else plot_text
     if args.text:
-        return plot_text(runs)
+        return text(runs)
     try:
-        plot_png(runs, args.output)
+        if args.perf:
+            plot_perf_png(runs, args.output or "perf.png")
+        else:
+            plot_png(runs, args.output or "loss.png")
     except ImportError as missing:
         print(f"no PNG: {missing} in {sys.executable} (apt-get install python3-matplotlib and run it with "
-              f"/usr/bin/python3); a text chart instead:\n")
-        plot_text(runs)
+              f"/usr/bin/python3); text instead:\n")
+        text(runs)
 
 
 if __name__ == "__main__":

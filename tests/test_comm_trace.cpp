@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <functional>
 #include <fstream>
@@ -156,6 +158,24 @@ TEST_CASE("per-axis totals normalise bus bandwidth by the group size") {
   CHECK(mesh.context().trace.format_summary().find("tensor") != std::string::npos);
 }
 
+namespace {
+double g_skew = 0;  // this rank's clock error, for the test below
+double skewed_clock() { return CommTrace::now() + g_skew; }
+}  // namespace
+
+TEST_CASE("clock offsets to rank 0 are measured within the round trip, whatever the skew") {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  g_skew = rank == 0 ? 5.0 : 1000.0 * rank - 0.25;  // seconds: as if booted at other times
+  double error = -1;
+  const double offset = measure_clock_offset(MPI_COMM_WORLD, skewed_clock, 16, &error);
+  const double expected = rank == 0 ? 0.0 : g_skew - 5.0;
+  CHECK(std::abs(offset - expected) < 5e-3);
+  CHECK(std::abs(offset - expected) <= std::max(error, 0.0) + 1e-9);  // within half the best round trip
+  CHECK(error >= 0);
+  CHECK(error < 5e-3);
+}
+
 TEST_CASE("the merged Chrome trace is valid JSON with every rank's events in its lanes") {
   const int n = world_size();
   Mesh mesh(MPI_COMM_WORLD, n % 2 == 0 ? "data=" + std::to_string(n / 2) + ",tensor=2" : "data=1,tensor=1");
@@ -166,6 +186,8 @@ TEST_CASE("the merged Chrome trace is valid JSON with every rank's events in its
   all_reduce(mesh.axis("tensor"), v, ReduceOp::kSum, Algorithm::kRing);
   all_gather(mesh.all(), v, all, Algorithm::kBidir);
   const std::string path = "test_comm_trace_np" + std::to_string(n) + ".json";
+  trace.align_clocks(mesh.comm());  // one host: the offsets are ~0, but each rank > 0 names its own
+  CHECK(std::abs(trace.clock_offset()) < 5e-3);
   trace.write_chrome_trace(mesh.comm(), path);
   if (mesh.rank() != 0) return;
 
@@ -173,6 +195,7 @@ TEST_CASE("the merged Chrome trace is valid JSON with every rank's events in its
   std::stringstream buffer;
   buffer << file.rdbuf();
   const std::string text = buffer.str();
+  if (mesh.size() > 1) CHECK(text.find("\"rank 1 (clock ") != std::string::npos);  // its offset, in its name
   JsonReader json{text};
   json.expect('{');
   CHECK(json.string() == "displayTimeUnit");

@@ -7,7 +7,6 @@
 
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
-#include "parallel/cost/json.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/strategies.h"
 #include "parallel/cost/transformer.h"
@@ -146,12 +145,6 @@ TEST_CASE("predicted train step for train_gpt is FLOPs over peak") {
   local.flops_fp32 = 1e11;
   const TransformerShape s = model_preset("gpt2-124m");
   CHECK(predicted_train_step_seconds(s, 8192, local) == doctest::Approx(train_flops_per_token(s) * 8192 / 1e11));
-}
-
-TEST_CASE("json: nested values, escaping, non-finite numbers") {
-  Json j = Json::object();
-  j.set("a", 1.5).set("s", "q\"\n").set("list", Json::array().push(1).push(true)).set("inf", 1.0 / 0.0);
-  CHECK(j.dump(0) == "{\"a\":1.5,\"s\":\"q\\\"\\u000a\",\"list\":[1,true],\"inf\":null}");
 }
 
 TEST_CASE("MoE parameter counts match the model train_gpt builds, and the E/k batch condition") {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "framework/error.h"
 #include "parallel/cost/transformer.h"
@@ -49,15 +50,17 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::flush_row() {
   if (!file_ || row_.empty()) return row_.clear();
-  std::fputc('{', file_);
-  bool first = true;
+  // One JSON object per line, `"key": value` pairs in key order; a non-finite
+  // value (a diverged loss) is null.
+  std::string line = "{";
   for (const auto& [key, value] : row_) {
-    std::fprintf(file_, first ? "\"%s\": " : ", \"%s\": ", key.c_str());
-    if (std::isfinite(value)) std::fprintf(file_, "%.9g", value);
-    else std::fputs("null", file_);
-    first = false;
+    if (line.size() > 1) line += ", ";
+    const bool whole = std::isfinite(value) && value == std::round(value) && std::abs(value) < 9e15;  // a step, a count
+    const nlohmann::json v = whole ? nlohmann::json(static_cast<int64_t>(value)) : nlohmann::json(value);
+    line += nlohmann::json(key).dump() + ": " + (std::isfinite(value) ? v.dump() : "null");
   }
-  std::fputs("}\n", file_);
+  line += "}\n";
+  std::fputs(line.c_str(), file_);
   std::fflush(file_);
   row_.clear();
 }

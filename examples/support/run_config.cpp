@@ -1,5 +1,7 @@
 #include "examples/support/run_config.h"
 
+#include "examples/support/config_file.h"
+
 #include <cxxopts.hpp>
 
 #include "framework/error.h"
@@ -46,8 +48,15 @@ std::string command_line(int argc, const char* const* argv) {
   return line;
 }
 
-RunConfig parse_run_config(int argc, const char* const* argv) {
+RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   RunConfig r;
+  // --config FILE stands for FILE's flags, in its place: later flags override it.
+  const ExpandedArgs expanded = expand_config_flags(argc_given, argv_given);
+  std::vector<const char*> args;
+  for (const std::string& a : expanded.args) args.push_back(a.c_str());
+  const int argc = static_cast<int>(args.size());
+  const char* const* argv = args.data();
+  r.flags = command_line(argc, argv);
   cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");
   o.add_options("model")
       ("model", "preset: gpt-arith, gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny, gpt-moe-tiny, "
@@ -108,10 +117,13 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
        cxxopts::value<std::string>()->default_value(""))
       ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
+      ("config", "a JSON or TOML file of flags (keys are flag names), or a checkpoint whose saved settings to "
+       "reuse; flags after it override it", cxxopts::value<std::string>())
       ("h,help", "print this help");
   o.add_options("parallel")
       ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2 (data and fsdp: ZeRO below; pipe: pipeline stages; "
-       "tensor: Megatron tensor parallelism)", cxxopts::value<std::string>()->default_value(r.mesh))
+       "expert: MoE experts split; tensor: Megatron tensor parallelism; any combination whose sizes multiply to the "
+       "ranks)", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
       ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
@@ -144,7 +156,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   try {
     p = o.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
-    throw bad_command_line(e.what(), argc, argv);
+    throw bad_command_line(e.what() + expanded.origin_of(e.what()), argc, argv);
   }
   if (p.count("help")) {
     r.help = true;
@@ -154,6 +166,7 @@ RunConfig parse_run_config(int argc, const char* const* argv) {
   if (!p.unmatched().empty()) {
     throw UserError("unexpected argument '" + p.unmatched().front() + "'; flags start with --, see --help");
   }
+  r.settings = settings_json(p);
   r.model = nn::ModelConfig::preset(p["model"].as<std::string>());
   if (p.count("arch")) {
     r.model.arch = nn::parse_arch(p["arch"].as<std::string>());

@@ -1,7 +1,9 @@
 // RunConfig: everything a training run is told on the command line, parsed and validated.
 //
-// Parsing is pure (no MPI, no I/O beyond reading flags), so every rank of a job parses the
-// same argv to the same config and validates it identically before the first collective.
+// Parsing is pure (no MPI, no I/O beyond reading flags and --config files), so every rank
+// of a job parses the same argv to the same config and validates it identically before
+// the first collective. `--config FILE` (JSON, TOML or a checkpoint's saved settings,
+// config_file.h) stands for the flags in FILE, overridden by those after it.
 //
 //   RunConfig run = parse_run_config(argc, argv);   // UserError on bad flags/values
 //   if (run.help) { std::cout << run.help_text; return 0; }
@@ -65,6 +67,10 @@ struct RunConfig {
 
   bool help = false;
   std::string help_text;
+  // The arguments after --config files are expanded (NUL-separated): what every rank must agree on.
+  std::string flags;
+  // Every setting as JSON (config_file.h's settings_json), saved in checkpoints as run_config.
+  std::string settings;
 
   int64_t sequence_length() const { return seq_len > 0 ? seq_len : model.context; }
   int64_t warmup_steps() const { return warmup >= 0 ? std::min(warmup, steps) : steps / 10; }

@@ -201,16 +201,21 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   }
   metrics.add("tokens_per_s", tokens_per_s);
   metrics.add("mfu", mfu);
+  if (predicted_step_ > 0) metrics.add("step_predicted_s", predicted_step_);
   if (step == 1) {  // the first step has allocated everything a step needs
     if (leader()) print_memory("peak during step 1");
     if (pipeline_) print_stage_activations();
   }
   if (!leader() || (step % run_.log_every != 0 && step != run_.steps)) return;
   const double eta = elapsed_ / double(step - first_step_) * double(run_.steps - step);
-  std::printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tokens/s | MFU %4.1f%% | compute %.1f ms + "
+  // Every figure on the line is over the same window: the steps since the last line.
+  const double window_tokens_per_s = tokens_per_step_ * window_ / step_sum_;
+  const double window_mfu = window_tokens_per_s * flops_per_token_ / peak_flops_;
+  std::printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tokens/s | MFU %4.1f%%%s | compute %.1f ms + "
               "exposed comm (%s) %.1f ms",
-              static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, tokens_per_s,
-              100.0 * mfu, 1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
+              static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, window_tokens_per_s,
+              100.0 * window_mfu, window_mfu > 1.0 ? " (of a start-up peak measured under load)" : "",
+              1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
   for (BlockingAxis& a : blocking_) {
     std::printf(" + comm (%s) %.1f ms (predicted %.1f ms)", a.name.c_str(), 1e3 * a.sum / window_, 1e3 * a.predicted);
     a.sum = 0;

@@ -5,9 +5,9 @@
 // MFU denominator), and the prediction of one step: compute from the cost model on the
 // calibrated `local` profile, communication from the layout's plan of collectives
 // (step_plan.h) on the mesh's links, per group. Each logged step: loss of the whole
-// global batch, tokens/s of the whole job, MFU, and the step time split into compute and
-// exposed (not overlapped) communication per data axis, and with a pipeline its measured
-// bubble next to the schedule's prediction. At the end: per-rank tensor
+// global batch, and over the window since the previous line tokens/s of the whole job,
+// MFU, and the step time split into compute and exposed (not overlapped) communication
+// per axis, and with a pipeline its measured bubble next to the schedule's prediction. At the end: per-rank tensor
 // memory by category and the per-axis communication summary (count, bytes, measured and
 // predicted seconds, bus bandwidth).
 #pragma once

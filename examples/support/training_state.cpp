@@ -97,6 +97,7 @@ void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const 
     writer.set_attribute("data_position", state.data_position);
     writer.set_attribute("seed", static_cast<int64_t>(run.seed));
     writer.set_config(run.to_attributes());
+    writer.set_attribute("run_config", run.settings);  // every setting, for --config ckpt.h5
   });
 }
 

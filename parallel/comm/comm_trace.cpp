@@ -1,9 +1,11 @@
 #include "parallel/comm/comm_trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "framework/error.h"
@@ -69,35 +71,78 @@ std::string CommTrace::format_summary() const {
   return out.str();
 }
 
-// Events of one rank as comma-separated JSON objects, times in microseconds.
+// Events of one rank as JSON objects, one per line, each followed by a comma; times in
+// microseconds on rank 0's clock.
 std::string CommTrace::events_json(int rank) const {
+  using json = nlohmann::ordered_json;  // keys in the order written
   std::map<std::string, int> lanes;  // group -> tid; 0 is compute
   for (const CommRecord& r : events_) lanes.emplace(r.group, 0);
   int next = 1;
   for (auto& [group, tid] : lanes) tid = next++;
 
-  std::ostringstream out;
-  out.precision(15);
-  auto meta = [&](int tid, const std::string& name) {
-    out << R"({"name":"thread_name","ph":"M","pid":)" << rank << R"(,"tid":)" << tid << R"(,"args":{"name":")"
-        << name << "\"}},\n";
-  };
-  out << R"({"name":"process_name","ph":"M","pid":)" << rank << R"(,"args":{"name":"rank )" << rank << "\"}},\n";
-  meta(0, "compute");
-  for (const auto& [group, tid] : lanes) meta(tid, "axis " + group);
+  std::string out;
+  const auto add = [&out](const json& event) { out += event.dump() + ",\n"; };
+  std::string name = "rank " + std::to_string(rank);
+  if (rank > 0 && clock_error_ > 0) {
+    char clock[96];
+    std::snprintf(clock, sizeof clock, " (clock %+.1f us vs rank 0, +-%.1f us)", clock_offset_ * 1e6, clock_error_ * 1e6);
+    name += clock;
+  }
+  add({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"args", {{"name", name}}}});
+  add({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+  for (const auto& [group, tid] : lanes) {
+    add({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", tid}, {"args", {{"name", "axis " + group}}}});
+  }
+  const double shift = clock_offset_;  // onto rank 0's clock
   for (const ComputeEvent& c : compute_) {
-    out << R"({"name":")" << c.name << R"(","cat":"compute","ph":"X","pid":)" << rank << R"(,"tid":0,"ts":)"
-        << c.start * 1e6 << R"(,"dur":)" << (c.end - c.start) * 1e6 << "},\n";
+    add({{"name", c.name}, {"cat", "compute"}, {"ph", "X"}, {"pid", rank}, {"tid", 0},
+         {"ts", (c.start - shift) * 1e6}, {"dur", (c.end - c.start) * 1e6}});
   }
   for (const CommRecord& r : events_) {
-    out << R"({"name":")" << to_string(r.op) << R"(","cat":"comm","ph":"X","pid":)" << rank << R"(,"tid":)"
-        << lanes[r.group] << R"(,"ts":)" << r.start * 1e6 << R"(,"dur":)" << (r.end - r.start) * 1e6
-        << R"(,"args":{"axis":")" << r.group << R"(","algorithm":")" << to_string(r.algorithm)
-        << R"(","bytes":)" << r.bytes << R"(,"group_size":)" << r.group_size << R"(,"emulated_us":)"
-        << r.emulated * 1e6 << R"(,"predicted_us":)" << r.predicted * 1e6 << "}},\n";
+    const json args{{"axis", r.group},          {"algorithm", to_string(r.algorithm)}, {"bytes", r.bytes},
+                    {"group_size", r.group_size}, {"emulated_us", r.emulated * 1e6},    {"predicted_us", r.predicted * 1e6}};
+    add({{"name", to_string(r.op)}, {"cat", "comm"}, {"ph", "X"}, {"pid", rank}, {"tid", lanes[r.group]},
+         {"ts", (r.start - shift) * 1e6}, {"dur", (r.end - r.start) * 1e6}, {"args", args}});
   }
-  return out.str();
+  return out;
 }
+
+double measure_clock_offset(MPI_Comm comm, double (*clock)(), int rounds, double* error) {
+  int rank = 0, size = 1;
+  SL_MPI(MPI_Comm_rank(comm, &rank));
+  SL_MPI(MPI_Comm_size(comm, &size));
+  double offset = 0, bound = 0;
+  // Rank 0 probes each rank in turn; the others answer its probes and then learn their result.
+  for (int peer = 1; peer < size; ++peer) {
+    if (rank == 0) {
+      double best_rtt = INFINITY, best = 0;
+      for (int i = 0; i < rounds; ++i) {
+        double t = 0;
+        const double t0 = clock();
+        SL_MPI(MPI_Send(&t0, 1, MPI_DOUBLE, peer, 0, comm));
+        SL_MPI(MPI_Recv(&t, 1, MPI_DOUBLE, peer, 0, comm, MPI_STATUS_IGNORE));
+        const double t1 = clock();
+        if (t1 - t0 < best_rtt) best_rtt = t1 - t0, best = t - (t0 + t1) / 2;
+      }
+      const double result[2] = {best, best_rtt / 2};
+      SL_MPI(MPI_Send(result, 2, MPI_DOUBLE, peer, 1, comm));
+    } else if (rank == peer) {
+      for (int i = 0; i < rounds; ++i) {
+        double probe = 0;
+        SL_MPI(MPI_Recv(&probe, 1, MPI_DOUBLE, 0, 0, comm, MPI_STATUS_IGNORE));
+        const double t = clock();
+        SL_MPI(MPI_Send(&t, 1, MPI_DOUBLE, 0, 0, comm));
+      }
+      double result[2] = {0, 0};
+      SL_MPI(MPI_Recv(result, 2, MPI_DOUBLE, 0, 1, comm, MPI_STATUS_IGNORE));
+      offset = result[0], bound = result[1];
+    }
+  }
+  if (error) *error = bound;
+  return offset;
+}
+
+void CommTrace::align_clocks(MPI_Comm comm) { clock_offset_ = measure_clock_offset(comm, now, 16, &clock_error_); }
 
 void CommTrace::write_chrome_trace(MPI_Comm comm, const std::string& path) const {
   int rank = 0, size = 1;

@@ -76,7 +76,14 @@ class CommTrace {
   // A fixed-width table, one row per group: count, MiB, measured/emulated/predicted ms, busbw.
   std::string format_summary() const;
 
-  // Collective over `comm`: rank 0 writes every rank's events into one Chrome trace file.
+  // Collective over `comm`, at start-up: measures this rank's clock offset to rank 0's
+  // (measure_clock_offset), so that write_chrome_trace puts every rank's events on rank
+  // 0's time axis -- steady clocks on different hosts count from different boots.
+  void align_clocks(MPI_Comm comm);
+  double clock_offset() const { return clock_offset_; }
+
+  // Collective over `comm`: rank 0 writes every rank's events into one Chrome trace file,
+  // their times moved onto rank 0's clock (align_clocks; unaligned, each rank's own).
   void write_chrome_trace(MPI_Comm comm, const std::string& path) const;
 
  private:
@@ -87,10 +94,19 @@ class CommTrace {
   std::string events_json(int rank) const;
 
   bool recording_ = false;
+  double clock_offset_ = 0, clock_error_ = 0;  // this rank's clock minus rank 0's, and its bound
   std::vector<CommRecord> events_;
   std::vector<ComputeEvent> compute_;
   std::vector<GroupTotals> totals_;
 };
+
+// How far this rank's `clock` runs ahead of rank 0's, in seconds, measured as NTP and
+// Cristian's algorithm do: rank 0 sends a probe at t0, the rank answers with its clock t,
+// rank 0 receives at t1; then offset = t - (t0 + t1) / 2, within half the round trip. Of
+// `rounds` probes the one with the shortest round trip wins. Collective over `comm`; rank
+// 0 gets 0. `error` (if given) receives the bound, half that round trip.
+double measure_clock_offset(MPI_Comm comm, double (*clock)() = CommTrace::now, int rounds = 16,
+                            double* error = nullptr);
 
 // Marks a compute region in the trace's compute lane (when recording).
 class ComputeSpan {
