@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "examples/support/compute_prediction.h"
 #include "examples/support/memory_estimate.h"
 #include "examples/support/metrics.h"
 #include "examples/support/run_report.h"

@@ -1,5 +1,7 @@
 #include "examples/support/run_report.h"
 
+#include "examples/support/compute_prediction.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -50,22 +52,6 @@ double active_parameters(const nn::ModelConfig& config) {
 
 }  // namespace
 
-double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh) {
-  cost::TrainConfig tc;
-  tc.model = cost::shape_of(run.model);
-  tc.model.context = run.sequence_length();  // the run's sequences, which may be shorter than the model's context
-  tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
-  tc.remat = run.model.remat;
-  tc.precision = cost::fp32_training();
-  const cost::Layout layout{.data = mesh.has_axis("data") ? mesh.axis_size("data") : 1,
-                            .fsdp = mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1,
-                            .pipe = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1,
-                            .expert = mesh.has_axis("expert") ? mesh.axis_size("expert") : 1,
-                            .tensor = mesh.has_axis("tensor") ? mesh.axis_size("tensor") : 1,
-                            .microbatches = run.grad_accum};
-  return cost::estimate_train_step(tc, layout, cost::hardware("local")).compute_seconds;
-}
-
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
                      const DataSource& data, const parallel::StepPlan& plan)
     : run_(run), mesh_(mesh), pipeline_(parallel.pipeline.get()) {
@@ -83,8 +69,9 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   bool calibrated = cost::hardware("local").calibrated;
   std::string no_prediction = "the local hardware profile is not calibrated; run `shardlab-plan calibrate`";
   double compute = 0.0;
+  const double gemm_flops = measure_model_gemm_flops(run, mesh);  // collective: every rank
   try {
-    if (calibrated) compute = predict_compute_seconds(run, mesh);
+    if (calibrated) compute = predict_compute_seconds(run, mesh, gemm_flops);
   } catch (const UserError& e) {  // a legal run the cost model cannot price (e.g. an uneven pipeline split)
     calibrated = false;
     no_prediction = "the cost model cannot price this layout: " + std::string(e.what());
@@ -93,10 +80,16 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   const double comm_total = parallel::planned_seconds(mesh, plan);
   for (const char* axis : {"tensor", "expert"}) {
     if (mesh.has_axis(axis) && mesh.axis_size(axis) > 1) {
-      blocking_.push_back({.name = axis, .predicted = comm.contains(axis) ? comm.at(axis) : 0.0});
+      BlockingAxis& a = blocking_.emplace_back();
+      a.name = axis;
+      a.predicted = comm.contains(axis) ? comm.at(axis) : 0.0;
     }
   }
   predicted_step_ = calibrated ? std::max(compute, comm_total) : 0.0;
+  predicted_compute_ = calibrated ? compute : 0.0;
+  for (const auto& [group, seconds] : comm) {
+    if (group != "tensor" && group != "expert") planned_other_comm_ += seconds;
+  }
   if (!leader()) return;
   std::printf("model   %s | %.2fM parameters", run.model.describe().c_str(), whole_model_parameters(run.model) / 1e6);
   if (run.model.experts > 0) {
@@ -117,7 +110,8 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
               peak_flops_ / 1e9, flops_per_token_ / 1e6);
   if (calibrated) {
-    std::printf("predict %.1f ms per step: compute %.1f ms on the local profile", predicted_step_ * 1e3, compute * 1e3);
+    std::printf("predict %.1f ms per step: compute %.1f ms at %.1f GFLOP/s (this model's GEMM shapes, measured now)",
+                predicted_step_ * 1e3, compute * 1e3, gemm_flops / 1e9);
   } else {
     std::printf("predict (compute: none, %s)", no_prediction.c_str());
   }
@@ -169,8 +163,12 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     a.last_bytes = bytes - a.bytes_seen;
     a.bytes_seen = bytes;
     a.sum += a.last;
+    a.history.push_back(a.last);
     blocked += a.last;
   }
+  step_history_.push_back(seconds);
+  compute_history_.push_back(seconds - exposed_comm - blocked);
+  exposed_history_.push_back(exposed_comm);
   elapsed_ += seconds;
   compute_sum_ += seconds - exposed_comm - blocked;
   step_sum_ += seconds;
@@ -277,10 +275,46 @@ void RunReport::wrote_trace(const std::string& path) {
   if (leader()) std::printf("trace of every rank's compute and collectives written to %s (open it in ui.perfetto.dev)\n", path.c_str());
 }
 
+namespace {
+
+// The median of `v` without its first two entries (oneDNN primitive creation and first-touch
+// page faults make the first steps slow, as the benchmarks leave them out too).
+double steady_median(std::vector<double> v) {
+  v.erase(v.begin(), v.begin() + std::min<size_t>(2, v.size()));
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void print_component(const char* name, double measured, double predicted) {
+  std::printf("  %-26s %9.2f ms   predicted %9.2f ms   error %+6.1f%%\n", name, 1e3 * measured, 1e3 * predicted,
+              predicted > 0 ? 100.0 * (measured / predicted - 1.0) : 0.0);
+}
+
+}  // namespace
+
+void RunReport::print_prediction_error() const {
+  if (predicted_step_ <= 0 || step_history_.size() < 3) return;
+  std::printf("prediction vs measured, medians of this run's steps from its third (error = measured / predicted - 1):\n");
+  print_component("step", steady_median(step_history_), predicted_step_);
+  print_component("compute", steady_median(compute_history_), predicted_compute_);
+  for (const BlockingAxis& a : blocking_) {
+    const std::string name = "comm " + a.name + " (all exposed)";
+    print_component(name.c_str(), steady_median(a.history), a.predicted);
+  }
+  if (mesh_.size() > 1) {
+    std::printf("  %-26s %9.2f ms   (its collectives take %.2f ms by the plan if none overlapped)\n",
+                ("comm " + data_axes_ + " (exposed)").c_str(), 1e3 * steady_median(exposed_history_),
+                1e3 * planned_other_comm_);
+  }
+}
+
 void RunReport::finish() {
   if (!leader()) return;
   print_memory("peak over the run");
   if (mesh_.size() > 1) std::printf("communication of rank 0:\n%s", mesh_.context().trace.format_summary().c_str());
+  print_prediction_error();
   std::fflush(stdout);
 }
 

@@ -9,7 +9,8 @@
 // MFU, and the step time split into compute and exposed (not overlapped) communication
 // per axis, and with a pipeline its measured bubble next to the schedule's prediction. At the end: per-rank tensor
 // memory by category and the per-axis communication summary (count, bytes, measured and
-// predicted seconds, bus bandwidth).
+// predicted seconds, bus bandwidth), and each component's median time beside its
+// prediction with the error (step, compute, each axis's communication).
 #pragma once
 
 #include <string>
@@ -25,11 +26,6 @@
 #include "parallel/comm/step_plan.h"
 
 namespace shardlab::cli {
-
-// Seconds of compute in one training step of `run` on `mesh`, from the cost model on the
-// `local` hardware profile (meaningful once calibrated: cost::hardware("local").calibrated).
-// Communication is predicted from the layout's own plan instead (step_plan.h).
-double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh);
 
 class RunReport {
  public:
@@ -61,7 +57,9 @@ class RunReport {
     double sum = 0;        // over the current window
     double last = 0;       // the last step's
     double bytes_seen = 0, last_bytes = 0;  // bytes sent: up to the last step, in it
+    std::vector<double> history;            // each step's seconds, for the final summary
   };
+  void print_prediction_error() const;  // finish(): each component's median beside its prediction
   const parallel::GroupTotals* totals_of(const std::string& group) const;  // the trace's, or nullptr
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
@@ -73,6 +71,9 @@ class RunReport {
   double flops_per_token_ = 0;
   double tokens_per_step_ = 0;
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
+  double predicted_compute_ = 0;   // seconds, the cost model's (calibrated local profile)
+  double planned_other_comm_ = 0;  // seconds of the data/fsdp/pipe groups' collectives, not overlapped
+  std::vector<double> step_history_, compute_history_, exposed_history_;  // per step, seconds
   double elapsed_ = 0;
   int64_t first_step_ = -1;
   double compute_sum_ = 0, comm_sum_ = 0, step_sum_ = 0;
