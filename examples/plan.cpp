@@ -3,8 +3,10 @@
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
+//   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
+//   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
@@ -17,14 +19,17 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "examples/plan_args.h"
+#include "examples/plan_train.h"
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
 #include "parallel/cost/inference.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/sharding.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;
@@ -138,11 +143,6 @@ Json params_json(const ParamCounts& p) {
               {"total", p.total}, {"active", p.active}, {"matmul", p.matmul}};
 }
 
-Json memory_json(const TrainingMemory& m) {
-  return Json{{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
-              {"total", m.total()}};
-}
-
 int cmd_model(const cxxopts::ParseResult& a) {
   if (a.count("list")) {
     Json names = Json::array();
@@ -178,134 +178,6 @@ int cmd_model(const cxxopts::ParseResult& a) {
   }
   emit(a, json, text);
   return 0;
-}
-
-Json estimate_json(const StepEstimate& e) {
-  Json comms = Json::array();
-  for (const AxisComm& c : e.comms)
-    comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
-                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
-  const Layout& l = e.layout;
-  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"pipe", l.pipe},
-                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
-  return Json{{"layout", layout},
-              {"strategy", l.strategy()},
-              {"step_seconds", e.step_seconds},
-              {"step_seconds_serial", e.step_seconds_serial},
-              {"compute_seconds", e.compute_seconds},
-              {"comm_seconds", e.comm_seconds},
-              {"bubble_fraction", e.bubble_fraction},
-              {"compute_bound", e.compute_bound},
-              {"bottleneck", e.bottleneck},
-              {"memory_per_chip", memory_json(e.memory)},
-              {"fits", e.fits},
-              {"comms", comms}};
-}
-
-// "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
-Layout parse_layout(const std::string& text, int chips) {
-  Layout l;
-  std::vector<std::string> seen;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t stop = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, stop - start);
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    const int value = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
-    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "pipe" ? &l.pipe
-               : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
-               : key == "microbatches" ? &l.microbatches : nullptr;
-    if (!field || value < 1)
-      throw UserError("--layout item '" + item + "' must be data|fsdp|pipe|expert|tensor|microbatches=<positive>");
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      throw UserError("--layout " + text + " names " + key + " twice; give each axis once");
-    }
-    seen.push_back(key);
-    *field = value;
-    start = stop + 1;
-  }
-  if (l.chips() != chips)
-    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
-                    std::to_string(chips) + "; make the axis sizes multiply to the chip count");
-  return l;
-}
-
-int cmd_train(const cxxopts::ParseResult& a) {
-  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
-  TrainConfig c;
-  c.model = model_from(a);
-  c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
-  c.remat = nn::parse_remat(a["remat"].as<std::string>());
-  const std::string precision = a["precision"].as<std::string>();
-  if (precision == "fp32") c.precision = fp32_training();
-  else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
-  c.efficiency = efficiency_from(a);
-  const int chips = a["chips"].as<int>();
-  if (a.count("layout")) {
-    const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
-    const StepEstimate e = estimate_train_step(c, l, hw);
-    std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
-                       human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
-                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), memory/chip " +
-                       human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
-    for (const AxisComm& comm : e.comms)
-      text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
-              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
-    emit(a, estimate_json(e), text);
-    return e.fits ? 0 : 2;
-  }
-  const Plan plan = plan_training(c, chips, hw);
-  require_positive("--top", a["top"].as<int>());
-  const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
-  const int64_t ff = c.model.d_ff;
-  const double per_chip = c.batch_tokens / chips;
-  Json conditions = Json{{"tokens_per_chip", per_chip},
-                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute)},
-                         {"tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute)},
-                         {"fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute)}};
-  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
-  if (c.model.experts > 0) {
-    conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
-  }
-  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
-  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
-  Json ranked = Json::array(), skipped = Json::object();
-  std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
-                     std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
-                     " tokens per chip; DP/FSDP compute-bound above " +
-                     human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
-                     human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
-                     human(split.x_opt, "") +
-                     (c.model.experts > 0
-                          ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
-                                human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +
-                                human(moe_critical_batch(dense_critical, c.model.experts, c.model.top_k), "") +
-                                " per chip"
-                          : std::string()) +
-                     "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
-                     std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
-  for (int i = 0; i < top; ++i) {
-    const PlanEntry& e = plan.ranked[i];
-    Json entry = estimate_json(e.estimate);
-    entry.update(Json{{"rank", i + 1}, {"verdict", e.verdict}});
-    ranked.push_back(entry);
-    char line[512];
-    std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
-                  e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
-                  human(e.estimate.step_seconds, "s").c_str(), human(e.estimate.memory.total(), "B").c_str(),
-                  e.verdict.c_str());
-    text += line;
-  }
-  for (const auto& [why, count] : plan.skipped) {
-    skipped[why] = count;
-    text += "  skipped " + std::to_string(count) + ": " + why + "\n";
-  }
-  emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
-               {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
-               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}},
-       text);
-  return plan.feasible > 0 ? 0 : 2;
 }
 
 int cmd_infer(const cxxopts::ParseResult& a) {
@@ -356,6 +228,30 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   return 0;
 }
 
+int cmd_array(const cxxopts::ParseResult& a) {
+  std::vector<int64_t> shape;
+  std::stringstream dims_text(a["shape"].as<std::string>());
+  for (std::string dim; std::getline(dims_text, dim, ',');) shape.push_back(parse_count(dim, "shape"));
+  const NamedMesh mesh = parse_named_mesh(a["mesh"].as<std::string>());
+  const DType dtype = parse_dtype(a["dtype"].as<std::string>());
+  const ShardedArray s = shard_array(shape, a["spec"].as<std::string>(), mesh, bytes_of(dtype));
+  const auto dims = [&](const std::vector<int64_t>& v) {
+    std::string out = to_string(dtype) + "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + "]";
+  };
+  const std::string text = s.describe() + " " + dims(s.global) + " on mesh " + a["mesh"].as<std::string>() + " (" +
+                           std::to_string(mesh.devices()) + " devices): local " + dims(s.local) +
+                           (s.padded ? " (padded: a dimension does not divide)" : "") + ", " +
+                           human(s.bytes_per_device, "B") + " per device, replicated " +
+                           std::to_string(s.replication) + "x, " + human(s.total_bytes, "B") + " over the mesh\n";
+  emit(a, Json{{"array", s.describe()}, {"dtype", to_string(dtype)}, {"global", s.global}, {"local", s.local},
+               {"devices", mesh.devices()}, {"padded", s.padded}, {"replication", s.replication},
+               {"bytes_per_device", s.bytes_per_device}, {"total_bytes", s.total_bytes}},
+       text);
+  return 0;
+}
+
 int cmd_calibrate(const cxxopts::ParseResult& a) {
   CalibrationOptions o;
   o.gemm_size = a["gemm-size"].as<int64_t>();
@@ -391,6 +287,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
     {"collective", "one collective on a torus or switched mesh: time, per-link bytes"},
+    {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
@@ -405,7 +302,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, collective, model, train, infer, calibrate";
+  const std::string commands = "hw, matmul, collective, array, model, train, infer, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -452,8 +349,22 @@ int main(int argc, char** argv) {
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2", cxxopts::value<std::string>())
+          ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
+           cxxopts::value<std::string>())
+          ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")
+          ("run", "train: run that command (it prints it first)")
+          ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",
+           cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
+    } else if (command == "array") {
+      o.add_options()("shape", "global shape, e.g. 4096,8192 (sizes take K/M suffixes)",
+                      cxxopts::value<std::string>()->default_value("4096,8192"))
+          ("spec", "per dimension the mesh axes it is split over, e.g. X,Y or XY, (empty: replicated)",
+           cxxopts::value<std::string>()->default_value("X,Y"))
+          ("mesh", "named mesh axes, e.g. X=4,Y=8", cxxopts::value<std::string>()->default_value("X=4,Y=8"))
+          ("dtype", "element type: fp32, bf16, fp8, int8", cxxopts::value<std::string>()->default_value("bf16"));
+      run = cmd_array;
     } else if (command == "calibrate") {
       o.add_options()("out", "profile file (default $SHARDLAB_LOCAL_PROFILE or ./shardlab_local.profile)",
                       cxxopts::value<std::string>()->default_value(""))

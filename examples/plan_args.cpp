@@ -62,6 +62,11 @@ Json profile_json(const HardwareProfile& p) {
               {"calibrated", p.calibrated}, {"axis_links", links}};
 }
 
+Json memory_json(const TrainingMemory& m) {
+  return Json{{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
+              {"total", m.total()}};
+}
+
 Json roofline_json(const Roofline& r) {
   return Json{{"flops", r.flops}, {"bytes", r.bytes}, {"intensity", r.intensity},
               {"critical_intensity", r.critical_intensity}, {"t_math", r.t_math}, {"t_comms", r.t_comms},

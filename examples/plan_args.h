@@ -28,6 +28,7 @@ std::string human(double value, const char* unit);
 void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text);
 Json profile_json(const cost::HardwareProfile& p);
 Json roofline_json(const cost::Roofline& r);
+Json memory_json(const cost::TrainingMemory& m);  // params, grads, optimizer, activations, total
 // One line: which bound, the intensities and the time bounds.
 std::string explain(const cost::Roofline& r, const char* bandwidth_name);
 

@@ -8,6 +8,7 @@
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/sharding.h"
 #include "parallel/cost/strategies.h"
 #include "parallel/cost/transformer.h"
 
@@ -175,4 +176,33 @@ TEST_CASE("MoE parameter counts match the model train_gpt builds, and the E/k ba
   // Each expert sees k/E of the tokens: a critical batch of 850 per chip becomes 3400 at E=8, k=2.
   CHECK(moe_critical_batch(850, 8, 2) == doctest::Approx(3400));
   CHECK(moe_critical_batch(850, 0, 1) == doctest::Approx(850));  // dense: unchanged
+}
+
+TEST_CASE("sharded arrays on a named mesh: local shape, bytes per device, replication (the book's chapter 3)") {
+  // The notation explorer's A[I_X, J_Y]: bf16[1024, 2048] on a 2 x 2 mesh.
+  const ShardedArray a = shard_array({1024, 2048}, "X,Y", parse_named_mesh("X=2,Y=2"), 2);
+  CHECK(a.local == std::vector<int64_t>{512, 1024});
+  CHECK(a.bytes_per_device == 512.0 * 1024 * 2);   // 1.05 MB
+  CHECK(a.total_bytes == 4.0 * 512 * 1024 * 2);    // 4.19 MB
+  CHECK(a.replication == 1);
+  CHECK(a.describe() == "A[I_X, J_Y]");
+  // Chapter 3, question 1: int8[128, 2048] as A[I_XY, J] on {X: 2, Y: 8, Z: 2}: each device
+  // keeps 128 / 16 = 8 rows (16 KiB), every block twice (over Z): 512 KiB on the mesh.
+  const ShardedArray q = shard_array({128, 2048}, "XY,", parse_named_mesh("X=2,Y=8,Z=2"), 1);
+  CHECK(q.local == std::vector<int64_t>{8, 2048});
+  CHECK(q.bytes_per_device == 16384);
+  CHECK(q.replication == 2);
+  CHECK(q.total_bytes == 524288);
+  CHECK(q.describe() == "A[I_XY, J]");
+  CHECK(shard_array({128, 2048}, "X+Y,-", parse_named_mesh("X=2,Y=8,Z=2"), 1).local == q.local);
+  // A dimension that does not divide is padded to ceil blocks.
+  CHECK(shard_array({10}, "X", parse_named_mesh("X=4"), 4).local == std::vector<int64_t>{3});
+  CHECK(shard_array({10}, "X", parse_named_mesh("X=4"), 4).padded);
+  // Errors name what is wrong.
+  CHECK_THROWS_WITH_AS(shard_array({8, 8}, "X,X", parse_named_mesh("X=2"), 1), doctest::Contains("uses mesh axis X twice"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(shard_array({8, 8}, "W,", parse_named_mesh("X=2"), 1), doctest::Contains("'W' is not in the mesh"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(shard_array({8, 8}, "X", parse_named_mesh("X=2"), 1), doctest::Contains("has 1 entries"), UserError);
+  CHECK_THROWS_WITH_AS(parse_named_mesh("X=0"), doctest::Contains("sizes are >= 1"), UserError);
 }

@@ -1,0 +1,56 @@
+#include "examples/plan_command.h"
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include "framework/error.h"
+
+namespace shardlab::plan {
+
+std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, const std::string& extra) {
+  const cost::TransformerShape& m = c.model;
+  const double sequences = c.batch_tokens / static_cast<double>(m.context);
+  if (sequences < 1 || sequences != std::floor(sequences)) {
+    throw UserError("--batch " + std::to_string(static_cast<int64_t>(c.batch_tokens)) + " tokens is not a whole number of " +
+                    std::to_string(m.context) + "-token sequences; train_gpt takes its batch in sequences");
+  }
+  std::string mesh;
+  for (const auto& [axis, size] : {std::pair{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe}, {"expert", l.expert},
+                                   {"tensor", l.tensor}}) {
+    if (size > 1) mesh += (mesh.empty() ? "" : ",") + std::string(axis) + "=" + std::to_string(size);
+  }
+  if (mesh.empty()) mesh = "data=1";
+  const auto flag = [](const char* name, int64_t value) { return std::string(" --") + name + " " + std::to_string(value); };
+  std::string cmd = run_script_path() + " -n " + std::to_string(l.chips()) + " -- " + train_gpt_path();
+  cmd += std::string(" --arch ") + (m.gated_mlp ? "llama" : "gpt");
+  cmd += flag("vocab", m.vocab) + flag("context", m.context) + flag("d-model", m.d_model) + flag("layers", m.layers) +
+         flag("heads", m.heads);
+  if (m.gated_mlp) cmd += flag("kv-heads", m.kv_heads);
+  cmd += flag("d-ff", m.d_ff);
+  if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
+  cmd += " --mesh " + mesh + (l.fsdp > 1 ? " --zero 3" : "");
+  cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
+  cmd += std::string(" --remat ") + nn::remat_name(c.remat);
+  if (!extra.empty()) cmd += " " + extra;
+  return cmd;
+}
+
+std::string train_gpt_path() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path sibling = exe.parent_path() / "train_gpt";  // the same build
+  return !error && std::filesystem::exists(sibling, error) ? sibling.string() : "train_gpt";
+}
+
+std::string run_script_path() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {  // <repo>/<build>/examples/shardlab-plan -> <repo>/launch/run.sh
+    const std::filesystem::path script = exe.parent_path().parent_path().parent_path() / "launch" / "run.sh";
+    if (std::filesystem::exists(script, error)) return script.string();
+  }
+  return "launch/run.sh";
+}
+
+}  // namespace shardlab::plan

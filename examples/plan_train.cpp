@@ -1,0 +1,170 @@
+#include "examples/plan_train.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "examples/plan_args.h"
+#include "examples/plan_command.h"
+#include "framework/error.h"
+#include "parallel/cost/planner.h"
+
+namespace shardlab::plan {
+namespace {
+
+using namespace shardlab::cost;
+
+Json estimate_json(const StepEstimate& e) {
+  Json comms = Json::array();
+  for (const AxisComm& c : e.comms)
+    comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
+                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
+  const Layout& l = e.layout;
+  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"pipe", l.pipe},
+                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
+  return Json{{"layout", layout},
+              {"strategy", l.strategy()},
+              {"step_seconds", e.step_seconds},
+              {"step_seconds_serial", e.step_seconds_serial},
+              {"compute_seconds", e.compute_seconds},
+              {"comm_seconds", e.comm_seconds},
+              {"bubble_fraction", e.bubble_fraction},
+              {"compute_bound", e.compute_bound},
+              {"bottleneck", e.bottleneck},
+              {"memory_per_chip", memory_json(e.memory)},
+              {"fits", e.fits},
+              {"comms", comms}};
+}
+
+// "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
+Layout parse_layout(const std::string& text, int chips) {
+  Layout l;
+  std::vector<std::string> seen;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t stop = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, stop - start);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const int value = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
+    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "pipe" ? &l.pipe
+               : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
+               : key == "microbatches" ? &l.microbatches : nullptr;
+    if (!field || value < 1)
+      throw UserError("--layout item '" + item + "' must be data|fsdp|pipe|expert|tensor|microbatches=<positive>");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw UserError("--layout " + text + " names " + key + " twice; give each axis once");
+    }
+    seen.push_back(key);
+    *field = value;
+    start = stop + 1;
+  }
+  if (l.chips() != chips)
+    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
+                    std::to_string(chips) + "; make the axis sizes multiply to the chip count");
+  return l;
+}
+
+}  // namespace
+
+int cmd_train(const cxxopts::ParseResult& a) {
+  // --cluster local: this machine, as measured (shardlab-plan calibrate), training in fp32.
+  const std::string cluster = a.count("cluster") ? a["cluster"].as<std::string>() : "";
+  if (!cluster.empty() && cluster != "local") {
+    throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
+  }
+  const HardwareProfile& hw = hardware(cluster.empty() ? a["hw"].as<std::string>() : "local");
+  TrainConfig c;
+  c.model = model_from(a);
+  c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
+  c.remat = nn::parse_remat(a["remat"].as<std::string>());
+  const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
+  if (precision == "fp32") c.precision = fp32_training();
+  else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
+  c.efficiency = efficiency_from(a);
+  const int chips = a["chips"].as<int>();
+  if (a.count("layout")) {
+    const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
+    const StepEstimate e = estimate_train_step(c, l, hw);
+    std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+                       human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
+                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), memory/chip " +
+                       human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
+    for (const AxisComm& comm : e.comms)
+      text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
+              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
+    emit(a, estimate_json(e), text);
+    return e.fits ? 0 : 2;
+  }
+  const Plan plan = plan_training(c, chips, hw);
+  require_positive("--top", a["top"].as<int>());
+  const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
+  const int64_t ff = c.model.d_ff;
+  const double per_chip = c.batch_tokens / chips;
+  Json conditions = Json{{"tokens_per_chip", per_chip},
+                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute)},
+                         {"tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute)},
+                         {"fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute)}};
+  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
+  if (c.model.experts > 0) {
+    conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
+  }
+  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
+  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
+  Json ranked = Json::array(), skipped = Json::object();
+  std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
+                     std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
+                     " tokens per chip; DP/FSDP compute-bound above " +
+                     human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
+                     human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
+                     human(split.x_opt, "") +
+                     (c.model.experts > 0
+                          ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
+                                human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +
+                                human(moe_critical_batch(dense_critical, c.model.experts, c.model.top_k), "") +
+                                " per chip"
+                          : std::string()) +
+                     "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
+                     std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
+  for (int i = 0; i < top; ++i) {
+    const PlanEntry& e = plan.ranked[i];
+    Json entry = estimate_json(e.estimate);
+    entry.update(Json{{"rank", i + 1}, {"verdict", e.verdict}});
+    ranked.push_back(entry);
+    char line[512];
+    std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
+                  e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
+                  human(e.estimate.step_seconds, "s").c_str(), human(e.estimate.memory.total(), "B").c_str(),
+                  e.verdict.c_str());
+    text += line;
+  }
+  for (const auto& [why, count] : plan.skipped) {
+    skipped[why] = count;
+    text += "  skipped " + std::to_string(count) + ": " + why + "\n";
+  }
+  // --command / --run: the best layout that fits, as a train_gpt command line.
+  std::string command;
+  if (a.count("command") || a.count("run")) {
+    const auto best = std::find_if(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& e) { return e.estimate.fits; });
+    if (best == plan.ranked.end()) throw UserError("no layout fits in " + human(hw.hbm_bytes, "B") + " per chip; nothing to run");
+    command = train_command(c, best->estimate.layout, a["train-args"].as<std::string>());
+    text += "best that fits, as a command:\n  " + command + "\n";
+  }
+  if (a.count("run")) {
+    emit(a, Json{{"command", command}}, text);
+    std::cout.flush();
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
+               {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"command", command}},
+       text);
+  return plan.feasible > 0 ? 0 : 2;
+}
+
+}  // namespace shardlab::plan
