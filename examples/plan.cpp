@@ -39,7 +39,7 @@ namespace {
 
 int cmd_hw(const cxxopts::ParseResult& a) {
   if (a.count("hw")) {
-    const HardwareProfile& p = hardware(a["hw"].as<std::string>());
+    const HardwareProfile p = hardware_from(a);
     std::string text = p.name + ": " + p.description + "\n  bf16 " + human(p.flops_bf16, "FLOP/s") + ", fp32 " +
                        human(p.flops_fp32, "FLOP/s") + ", int8 " + human(p.flops_int8, "OP/s") + ", fp8 " +
                        human(p.flops_fp8, "FLOP/s") + "\n  HBM " + human(p.hbm_bytes, "B") + " at " +
@@ -69,7 +69,7 @@ int cmd_hw(const cxxopts::ParseResult& a) {
 }
 
 int cmd_matmul(const cxxopts::ParseResult& a) {
-  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  const HardwareProfile hw = hardware_from(a);
   MatmulSpec m;
   m.b = parse_count(a["batch"].as<std::string>(), "batch");
   m.d = parse_count(a["d-model"].as<std::string>(), "d-model");
@@ -97,7 +97,7 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
 }
 
 int cmd_collective(const cxxopts::ParseResult& a) {
-  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  const HardwareProfile hw = hardware_from(a);
   const CollectiveOp op = parse_collective_op(a["op"].as<std::string>());
   const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");
   const std::vector<int> mesh = parse_list(a["mesh"].as<std::string>(), 'x', "mesh");
@@ -181,7 +181,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
 }
 
 int cmd_infer(const cxxopts::ParseResult& a) {
-  const HardwareProfile& hw = hardware(a["hw"].as<std::string>());
+  const HardwareProfile hw = hardware_from(a);
   const TransformerShape s = model_from(a);
   InferenceConfig c;
   c.batch = parse_count(a["batch"].as<std::string>(), "batch");
@@ -319,6 +319,7 @@ int main(int argc, char** argv) {
     cxxopts::Options o("shardlab-plan " + command, "the book's roofline arithmetic (docs/cost_model.md)");
     o.add_options()("json", "print one JSON object (docs/plan_json.md)")("h,help", "this help")
         ("hw", "hardware profile (shardlab-plan hw)", cxxopts::value<std::string>()->default_value("tpu-v5p"));
+    if (command != "array" && command != "calibrate") add_hardware_flags(o);
     int (*run)(const cxxopts::ParseResult&) = nullptr;
     if (command == "hw") {
       run = cmd_hw;

@@ -46,6 +46,47 @@ std::string human(double value, const char* unit) {
   return out;
 }
 
+void add_hardware_flags(cxxopts::Options& o) {
+  o.add_options("hardware (any figure of the --hw profile, replaced)")
+      ("flops", "peak bf16 FLOP/s per chip, e.g. 1.97e14", cxxopts::value<std::string>())
+      ("flops-fp32", "peak fp32 FLOP/s per chip", cxxopts::value<std::string>())
+      ("flops-int8", "peak int8 OP/s per chip", cxxopts::value<std::string>())
+      ("hbm", "memory per chip, bytes (16G = 16 GiB)", cxxopts::value<std::string>())
+      ("hbm-bw", "memory bandwidth per chip, bytes/s, e.g. 8.2e11", cxxopts::value<std::string>())
+      ("ici-bw", "one link's bandwidth one way, bytes/s (the book's W_ici unidirectional)", cxxopts::value<std::string>())
+      ("ici-bw-bidir", "one link's bandwidth both ways together, bytes/s (halved for one way)",
+       cxxopts::value<std::string>())
+      ("latency", "seconds per hop on the fast links", cxxopts::value<double>())
+      ("dcn-bw", "bandwidth per chip beyond the fast domain, bytes/s", cxxopts::value<std::string>());
+}
+
+HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& name) {
+  HardwareProfile p = hardware(name.empty() ? a["hw"].as<std::string>() : name);
+  std::string changed;
+  const auto set = [&](const char* flag, double* field, double scale = 1.0) {
+    if (!a.count(flag)) return;
+    *field = parse_size(a[flag].as<std::string>(), flag) * scale;
+    if (!(*field > 0)) throw UserError(std::string("--") + flag + " must be positive");
+    changed += std::string(changed.empty() ? "" : ", ") + "--" + flag;
+  };
+  set("flops", &p.flops_bf16);
+  set("flops-fp32", &p.flops_fp32);
+  set("flops-int8", &p.flops_int8);
+  set("hbm", &p.hbm_bytes);
+  set("hbm-bw", &p.hbm_bandwidth);
+  if (a.count("ici-bw") && a.count("ici-bw-bidir")) throw UserError("give --ici-bw (one way) or --ici-bw-bidir, not both");
+  set("ici-bw", &p.ici.bandwidth);
+  set("ici-bw-bidir", &p.ici.bandwidth, 0.5);
+  set("dcn-bw", &p.dcn.bandwidth);
+  if (a.count("latency")) {
+    p.ici.latency = a["latency"].as<double>();
+    if (!(p.ici.latency >= 0)) throw UserError("--latency must be >= 0 seconds");
+    changed += std::string(changed.empty() ? "" : ", ") + "--latency";
+  }
+  if (!changed.empty()) p.description += " (overridden: " + changed + ")";
+  return p;
+}
+
 void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text) {
   std::cout << (args["json"].as<bool>() ? json.dump(2) + "\n" : text);
 }

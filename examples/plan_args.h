@@ -24,6 +24,13 @@ std::vector<int> parse_list(const std::string& text, char separator, const std::
 // 2.5e-6, "s" -> "2.5 us".
 std::string human(double value, const char* unit);
 
+// The hardware a command prices: profile `name` (default --hw), then any figure given as a
+// flag in its place (--flops, --flops-fp32, --flops-int8, --hbm, --hbm-bw, --ici-bw or
+// --ici-bw-bidir, --latency, --dcn-bw); the description says which were overridden.
+cost::HardwareProfile hardware_from(const cxxopts::ParseResult& args, const std::string& name = "");
+// Adds those flags to a command's options.
+void add_hardware_flags(cxxopts::Options& options);
+
 // Prints json (with --json) or text.
 void emit(const cxxopts::ParseResult& args, const Json& json, const std::string& text);
 Json profile_json(const cost::HardwareProfile& p);

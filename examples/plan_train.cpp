@@ -77,7 +77,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (!cluster.empty() && cluster != "local") {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
   }
-  const HardwareProfile& hw = hardware(cluster.empty() ? a["hw"].as<std::string>() : "local");
+  const HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
   TrainConfig c;
   c.model = model_from(a);
   c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
