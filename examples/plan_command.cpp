@@ -36,21 +36,31 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   return cmd;
 }
 
-std::string train_gpt_path() {
+namespace {
+
+// The directory of the running executable (<repo>/<build>/examples), or empty.
+std::filesystem::path executable_dir() {
   std::error_code error;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::filesystem::path sibling = exe.parent_path() / "train_gpt";  // the same build
-  return !error && std::filesystem::exists(sibling, error) ? sibling.string() : "train_gpt";
+  return error ? std::filesystem::path() : exe.parent_path();
+}
+
+// `path` when it exists, else `fallback`.
+std::string existing_or(const std::filesystem::path& path, const char* fallback) {
+  std::error_code error;
+  return !path.empty() && std::filesystem::exists(path, error) ? path.string() : fallback;
+}
+
+}  // namespace
+
+std::string train_gpt_path() {
+  const std::filesystem::path dir = executable_dir();
+  return existing_or(dir.empty() ? dir : dir / "train_gpt", "train_gpt");  // the same build
 }
 
 std::string run_script_path() {
-  std::error_code error;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (!error) {  // <repo>/<build>/examples/shardlab-plan -> <repo>/launch/run.sh
-    const std::filesystem::path script = exe.parent_path().parent_path().parent_path() / "launch" / "run.sh";
-    if (std::filesystem::exists(script, error)) return script.string();
-  }
-  return "launch/run.sh";
+  const std::filesystem::path dir = executable_dir();  // <repo>/<build>/examples -> <repo>/launch/run.sh
+  return existing_or(dir.empty() ? dir : dir.parent_path().parent_path() / "launch" / "run.sh", "launch/run.sh");
 }
 
 }  // namespace shardlab::plan

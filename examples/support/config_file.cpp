@@ -41,11 +41,7 @@ void add_flags(const json& object, const std::string& path, std::vector<std::str
   for (const auto& [key, value] : object.items()) {
     if (value.is_object()) {  // a group of keys ([parallel] in TOML)
       add_flags(value, path, out);
-    } else if (value.is_null()) {
-      continue;
-    } else if (value.is_boolean()) {
-      out.push_back("--" + flag_name(key) + "=" + (value.get<bool>() ? "true" : "false"));
-    } else {
+    } else if (!value.is_null()) {
       out.push_back("--" + flag_name(key) + "=" + flag_text(value, key, path));
     }
   }
