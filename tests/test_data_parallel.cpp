@@ -48,12 +48,13 @@ Run reference(nn::Remat remat, int accum) {
 }
 
 Run distributed(const Mesh& mesh, int zero, nn::Remat remat, int accum, bool reshard = true,
-                const optim::OptimizerConfig& optimizer = shardlab::testing::kStandardOptimizer) {
+                const optim::OptimizerConfig& optimizer = shardlab::testing::kStandardOptimizer, bool overlap = true) {
   const auto owned = deferred_tiny(remat);
   nn::Transformer& model = *owned;
   auto dp = parallelize(model, mesh,
                         {.data = {.zero = zero,
                                   .bucket_mb = 0.01,
+                                  .overlap = overlap,
                                   .reshard_after_forward = reshard,
                                   .seed = 11}});
   const auto opt = shardlab::testing::standard_optimizer(dp, optimizer);
@@ -94,6 +95,8 @@ TEST_CASE("DP and ZeRO-1/2/3 train exactly like the single process") {
           check_equal(ref, distributed(mesh, zero, remat, accum));
         }
         check_equal(ref, distributed(mesh, 3, remat, accum, /*reshard=*/false));
+        // --overlap=false: no prefetched gathers, every reduce_scatter after backward
+        check_equal(ref, distributed(mesh, 3, remat, accum, true, shardlab::testing::kStandardOptimizer, false));
       }
     }
   }

@@ -126,7 +126,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        "ranks)", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
-      ("overlap", "reduce gradient buckets during backward (--overlap=false: all after it, to measure what overlap hides)",
+      ("overlap", "reduce gradient buckets during backward and, under ZeRO-3, prefetch the next block's parameters (--overlap=false: none of it, to measure what overlap hides)",
        cxxopts::value<bool>()->default_value("true"))
       ("reshard-after-forward", "ZeRO-3: free each block's gathered parameters after its forward "
        "(--reshard-after-forward=false keeps them for the backward)", cxxopts::value<bool>()->default_value("true"))

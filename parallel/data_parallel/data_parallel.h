@@ -47,7 +47,8 @@ namespace shardlab::parallel {
 struct DataParallelConfig {
   int zero = 0;                 // ZeRO stage 0-3
   double bucket_mb = 4.0;       // gradient bucket size (stages 0-2)
-  bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end)
+  bool overlap = true;          // launch bucket reductions from backward hooks (else all at the end);
+                                // stage 3 also prefetches the next unit's gather
   bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
                                       // forward (false: keep them until its backward, no regather)
   uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)

@@ -63,6 +63,7 @@ class FullyShardedDataParallel : public DataParallel {
   bool sync_ = true;
   bool hold_full_ = false;
   bool reshard_after_forward_;
+  bool overlap_;  // prefetch gathers and reduce during backward (else each when needed, at the end)
   ParamIO io_;
 };
 
@@ -108,6 +109,7 @@ void for_each_replicated_part(const FlatLayout& layout, int64_t experts_begin, i
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
                                                    const DataParallelConfig& config)
     : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
+      overlap_(config.overlap),
       io_(config.model_shards) {
   const int rank = axes_.shard->rank();
   for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), config.expert_parameters)) {
@@ -176,7 +178,7 @@ void FullyShardedDataParallel::release(Unit& u) {
 
 Tensor FullyShardedDataParallel::before_block(size_t i, const Tensor& x) {
   ensure_gathered(*units_[i]);
-  if (i + 1 < units_.size()) start_gather(*units_[i + 1]);  // prefetch the next block
+  if (overlap_ && i + 1 < units_.size()) start_gather(*units_[i + 1]);  // prefetch the next block
   return x;
 }
 
@@ -188,7 +190,7 @@ Tensor FullyShardedDataParallel::after_block(size_t i, const Tensor& y) {
   // forward: identity; backward: gather this block's parameters (prefetch the previous one).
   return record(y.detach(), "fsdp_gather_for_backward", {y}, [this, i](const Tensor& gy) {
     ensure_gathered(*units_[i]);
-    if (i > 1) start_gather(*units_[i - 1]);
+    if (overlap_ && i > 1) start_gather(*units_[i - 1]);
     return std::vector<Tensor>{gy};
   });
 }
@@ -202,7 +204,7 @@ void FullyShardedDataParallel::on_grad_ready(Unit& u, bool is_root) {
   for (auto& other : units_) other->reducing.test();  // keep earlier reductions moving
   if (++u.ready < u.layout.entries().size()) return;
   u.ready = 0;
-  if (sync_) launch_reduce(u);
+  if (sync_ && overlap_) launch_reduce(u);
   if (!is_root) release(u);
 }
 
@@ -223,6 +225,11 @@ void FullyShardedDataParallel::launch_reduce(Unit& u) {
 
 void FullyShardedDataParallel::finish_gradients() {
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
+  // Without overlap every reduction starts now, in the order backward would have started them.
+  if (!overlap_) {
+    for (size_t i = units_.size() - 1; i >= 1; --i) launch_reduce(*units_[i]);
+    launch_reduce(*units_[0]);
+  }
   for (size_t i = 0; i < units_.size(); ++i) {
     Unit& u = *units_[i];
     if (!u.launched) launch_reduce(u);  // a parameter got no gradient
@@ -326,8 +333,9 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
         if (i == blocks) gather(i, " (backward)");
         if (i > 1) gather(i - 1, " (backward)");
       }
-      if (sync) reduce(i);
+      if (sync && config.overlap) reduce(i);
     }
+    for (size_t i = blocks; sync && !config.overlap && i >= 1; --i) reduce(i);  // all after backward
     if (sync) reduce(0);  // the tied embedding's gradient is complete last
   }
   for (size_t i = 0; i < units.size(); ++i) {

@@ -12,7 +12,9 @@
 //              and free the full parameters and gradients
 //   root       gathered before the forward and kept until its gradients are reduced
 //   (with reshard_after_forward = false a block keeps its gathered parameters from its
-//   forward to its backward: L + 1 all_gathers, more memory)
+//   forward to its backward: L + 1 all_gathers, more memory; with overlap = false nothing
+//   is prefetched and every reduce_scatter waits until backward ends, so that all of the
+//   communication is exposed and can be timed against the computation)
 //
 // i.e. 2L + 1 all_gathers and L + 1 reduce_scatters per microbatch that syncs (fewer
 // gathers when full parameters are held, e.g. while evaluating). With gradient
