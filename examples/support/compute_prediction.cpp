@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "parallel/comm/collectives.h"
+#include "parallel/comm/comm_context.h"
 #include "parallel/cost/strategies.h"
 #include "parallel/cost/transformer.h"
 #include "parallel/data_parallel/data_parallel.h"
@@ -45,7 +46,30 @@ double measure_model_gemm_flops(const RunConfig& run, const parallel::Mesh& mesh
   return flops / mesh.size();
 }
 
-double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops) {
+namespace {
+
+// What a FLOP count misses, at the calibrated memory bandwidth: the element-wise work of
+// forward and backward (norms, residuals, softmax, the MLP activation, the loss over the
+// vocabulary) on this rank's tokens and layers, and the optimizer's pass over this rank's
+// parameters (AdamW reads weight, gradient and two moments and writes three; zeroing and
+// the gradient norm add two more: 9 floats per parameter).
+double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, const cost::Layout& l,
+                           const cost::HardwareProfile& hw) {
+  if (hw.hbm_bandwidth <= 0) return 0.0;
+  const cost::ElementwiseTraffic t = cost::elementwise_elements_per_token_layer(tc.model, run.sequence_length());
+  const double tokens = tc.batch_tokens / (l.data * l.fsdp * l.expert);
+  const double layers = static_cast<double>(tc.model.layers) / l.pipe;
+  const double loss = 6.0 * static_cast<double>(tc.model.vocab) / l.tensor;  // softmax and its gradient
+  const double per_token = layers * (t.replicated + t.divided / l.tensor) + loss;
+  const double optimizer_shards = run.zero >= 1 ? l.data * l.fsdp : 1;
+  const double params = cost::count_params(tc.model).total / (l.tensor * l.pipe * optimizer_shards);
+  return sizeof(float) * (tokens * per_token + 9.0 * params) / hw.hbm_bandwidth;
+}
+
+}  // namespace
+
+double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops,
+                               const parallel::PipelineParallel* pipeline) {
   cost::TrainConfig tc;
   tc.model = cost::shape_of(run.model);
   tc.model.context = run.sequence_length();  // the run's sequences, which may be shorter than the model's context
@@ -60,7 +84,18 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
                             .microbatches = run.grad_accum};
   cost::HardwareProfile hw = cost::hardware("local");
   if (gemm_flops > 0) hw.flops_fp32 = hw.flops_bf16 = gemm_flops;  // fp32 training here: both the same
-  return cost::estimate_train_step(tc, layout, hw).compute_seconds;
+  const cost::StepEstimate e = cost::estimate_train_step(tc, layout, hw);
+  const double busy = e.compute_seconds * (1.0 - e.bubble_fraction) + elementwise_seconds(run, tc, layout, hw);
+  if (!pipeline) return busy / (1.0 - e.bubble_fraction);
+  // The schedule in units of one microbatch's forward through a rank's stages: a rank is
+  // busy 3m of them (forward 1, backward 2).
+  const parallel::PipelineSchedule& schedule = pipeline->schedule();
+  const double unit = busy / (3.0 * schedule.microbatches);
+  const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert) / schedule.microbatches;
+  const int64_t split = run.sequence_parallel ? layout.tensor : 1;
+  const int64_t bytes = rows * run.sequence_length() * run.model.d_model / split * static_cast<int64_t>(sizeof(float));
+  const double message = mesh.context().links.hop_seconds(mesh.axis_info("pipe").index, bytes);
+  return parallel::check(schedule, message / unit).makespan * unit;
 }
 
 }  // namespace shardlab::cli

@@ -17,6 +17,7 @@
 #include "examples/support/run_config.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/cost/calibrate.h"
+#include "parallel/pipeline/pipeline.h"
 
 namespace shardlab::cli {
 
@@ -29,7 +30,10 @@ double measure_model_gemm_flops(const RunConfig& run, const parallel::Mesh& mesh
 
 // Seconds of compute in one training step of `run` on `mesh`, from the cost model at
 // `gemm_flops` per rank (0: the calibrated local profile's n x n GEMM peak).
-// Communication is predicted from the layout's own plan instead (step_plan.h).
-double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops = 0);
+// Communication is predicted from the layout's own plan instead (step_plan.h). Under a
+// pipeline, what a rank's compute spans: the schedule's simulated step, with the bubble
+// and each activation or gradient message's time on the pipe axis's (emulated) links.
+double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops = 0,
+                               const parallel::PipelineParallel* pipeline = nullptr);
 
 }  // namespace shardlab::cli

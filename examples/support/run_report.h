@@ -73,6 +73,7 @@ class RunReport {
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated
   double predicted_compute_ = 0;   // seconds, the cost model's (calibrated local profile)
   double planned_other_comm_ = 0;  // seconds of the data/fsdp/pipe groups' collectives, not overlapped
+  double predicted_exposed_other_ = 0;  // seconds of them left exposed by the prediction
   std::vector<double> step_history_, compute_history_, exposed_history_;  // per step, seconds
   double elapsed_ = 0;
   int64_t first_step_ = -1;

@@ -107,12 +107,52 @@ void check_plan_agreement(const Mesh& mesh, const StepPlan& plan) {
   }
 }
 
+double planned_seconds(const Mesh& mesh, const PlannedCollective& p) {
+  return mesh.context().links.predict_seconds(p.op, Algorithm::kNative, mesh.group_named(p.group), p.bytes);
+}
+
 std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan) {
   std::map<std::string, double> seconds;
-  for (const PlannedCollective& p : plan) {
-    seconds[p.group] += mesh.context().links.predict_seconds(p.op, Algorithm::kNative, mesh.group_named(p.group), p.bytes);
-  }
+  for (const PlannedCollective& p : plan) seconds[p.group] += planned_seconds(mesh, p);
   return seconds;
+}
+
+namespace {
+
+// What the transfers of one phase (forward or backward) leave exposed past its end. Each
+// is issued at a point of the phase in proportion to the phase's bytes before it -- a
+// gather before the compute it feeds, a reduction after the compute that produced it --
+// and the links carry one transfer at a time (as link emulation's delay mode does).
+struct PhaseTransfer {
+  double seconds;
+  double bytes;
+  bool gather;
+};
+double overhang(const std::vector<PhaseTransfer>& transfers, double phase_seconds) {
+  double total = 0;
+  for (const PhaseTransfer& t : transfers) total += t.bytes;
+  double done = 0, free = 0;
+  for (const PhaseTransfer& t : transfers) {
+    const double release = total > 0 ? phase_seconds * (t.gather ? done : done + t.bytes) / total : 0.0;
+    done += t.bytes;
+    free = std::max(free, release) + t.seconds;
+  }
+  return std::max(0.0, free - phase_seconds);
+}
+
+}  // namespace
+
+double planned_exposed_seconds(const Mesh& mesh, const StepPlan& plan, const std::set<std::string>& groups,
+                               double forward_seconds, double backward_seconds, bool overlap) {
+  double alone = 0;
+  std::vector<PhaseTransfer> forward, backward;
+  for (const PlannedCollective& p : plan) {
+    if (!groups.contains(p.group)) continue;
+    const PhaseTransfer t{planned_seconds(mesh, p), static_cast<double>(p.bytes), p.op == CollectiveOp::kAllGather};
+    if (!overlap || p.hides == Hides::kNothing) alone += t.seconds;
+    else (p.hides == Hides::kForward ? forward : backward).push_back(t);
+  }
+  return alone + overhang(forward, forward_seconds) + overhang(backward, backward_seconds);
 }
 
 double planned_seconds(const Mesh& mesh, const StepPlan& plan) {

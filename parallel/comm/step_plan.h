@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,17 @@ namespace shardlab::parallel {
 
 class Mesh;
 
+// The computation a collective can run behind when the strategy overlaps (--overlap):
+// issued while forward or backward still has work to do, or (kNothing) when nothing is
+// left to hide it -- a step's first gather, its last bucket, anything after backward.
+enum class Hides { kNothing, kForward, kBackward };
+
 struct PlannedCollective {
   std::string group;  // AxisGroup name: "data", "data+fsdp"
   CollectiveOp op;
   int64_t bytes;      // as the trace counts them (collectives.h)
   std::string what;   // what travels: "grads bucket 2", "params block 3", "loss"
+  Hides hides = Hides::kNothing;
 };
 
 using StepPlan = std::vector<PlannedCollective>;
@@ -50,5 +57,15 @@ std::string format_plan(const Mesh& mesh, const StepPlan& plan);
 // and in all, as if none overlapped.
 std::map<std::string, double> planned_seconds_by_group(const Mesh& mesh, const StepPlan& plan);
 double planned_seconds(const Mesh& mesh, const StepPlan& plan);
+double planned_seconds(const Mesh& mesh, const PlannedCollective& entry);
+
+// Predicted seconds of the plan's collectives on `groups` that stay exposed, given a
+// step's forward and backward compute: the entries that hide behind nothing, plus how far
+// the forward (backward) entries run past the forward (backward) compute, each issued in
+// proportion to the phase's bytes before it (a gather before the compute it feeds, a
+// reduction after the compute that produced it) on links that carry one transfer at a
+// time. With overlap = false, all of them.
+double planned_exposed_seconds(const Mesh& mesh, const StepPlan& plan, const std::set<std::string>& groups,
+                               double forward_seconds, double backward_seconds, bool overlap);
 
 }  // namespace shardlab::parallel

@@ -152,6 +152,15 @@ double attention_flops_per_token(const TransformerShape& s, int64_t context) {
   return 4.0 * context * s.heads * s.head_dim * s.layers;
 }
 
+ElementwiseTraffic elementwise_elements_per_token_layer(const TransformerShape& s, int64_t context) {
+  constexpr double kForwardAndBackward = 3.0;
+  const double d = static_cast<double>(s.d_model);
+  return {.replicated = kForwardAndBackward * 18.0 * d,
+          .divided = kForwardAndBackward * (4.0 * s.heads * static_cast<double>(context) +
+                                            (s.gated_mlp ? 3.0 : 2.0) * static_cast<double>(s.d_ff) *
+                                                (s.experts > 0 ? s.top_k : 1))};
+}
+
 double forward_flops_per_token(const TransformerShape& s, int64_t context) {
   return 2 * count_params(s).matmul + attention_flops_per_token(s, context);
 }

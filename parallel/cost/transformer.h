@@ -82,6 +82,19 @@ double train_flops(double params, double tokens);
 // (T = 2D for multi-head attention).
 double attention_crossover_context(const TransformerShape& s);
 
+// The element-wise work of a training step, in elements read or written per token and
+// layer, forward and backward together (backward about twice the forward), split into
+// what every tensor-parallel rank repeats and what it divides: replicated, two norms,
+// two residual adds and the head split/merge copies of Q, K, V and the attention output,
+// about 18 D forward; divided, the attention scores' scale, mask and softmax over the
+// T x T square (4 N T) and the MLP's activation (2 F, gated 3 F). This work runs at
+// memory bandwidth, not at GEMM FLOP/s: the part of a step that a FLOP count misses.
+struct ElementwiseTraffic {
+  double replicated = 0;  // elements per token and layer
+  double divided = 0;     // elements per token and layer, before the tensor split
+};
+ElementwiseTraffic elementwise_elements_per_token_layer(const TransformerShape& s, int64_t context);
+
 // KV cache: 2 L K H elements per token.
 double kv_bytes_per_token(const TransformerShape& s, DType kv);
 

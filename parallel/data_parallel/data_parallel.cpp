@@ -122,8 +122,10 @@ StepPlan plan_distributed(nn::Transformer& model, const Mesh& mesh, const DataPa
   const auto groups = split_gradient_groups(model.parameters(), c.expert_parameters, *axes.all, *axes.expert_data);
   const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, 1);
   for (size_t i = 0; i < buckets.size(); ++i) {
+    // Backward fills the last bucket last: nothing is left to hide its reduction.
     add_planned(plan, mesh, {groups[buckets[i].group].group->name(), CollectiveOp::kAllReduce,
-                             buckets[i].layout.padded() * kBytesPerFloat, "grads bucket " + std::to_string(i)});
+                             buckets[i].layout.padded() * kBytesPerFloat, "grads bucket " + std::to_string(i),
+                             i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   }
   return plan;
 }

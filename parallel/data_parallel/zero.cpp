@@ -167,7 +167,8 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
     const std::string what = "grads bucket " + std::to_string(i);
     const int64_t bytes = buckets[i].layout.padded() * kBytesPerFloat;
     const std::string& group = groups[buckets[i].group].group->name();
-    add_planned(plan, mesh, {group, stage2 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, what});
+    add_planned(plan, mesh, {group, stage2 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, what,
+                             i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   };
   const auto replica = [&](size_t i) {
     const AxisGroup* copies = replica_of(buckets[i].layout, c, axes);

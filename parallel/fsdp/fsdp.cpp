@@ -315,23 +315,29 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   const size_t blocks = units.size() - 1;
   StepPlan plan;
   const std::string& shard = axes.shard->name();
-  const auto gather = [&](size_t i, const char* when) {
+  // What each can hide behind: a gather prefetched while the previous block computes;
+  // the step's first gathers (root, block 0 forward, the last block again for backward)
+  // and its last reductions (block 0, root) have nothing left to overlap.
+  const auto gather = [&](size_t i, const char* when, Hides hides) {
     add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * kBytesPerFloat,
-                             i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when});
+                             i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when, hides});
   };
   const auto reduce = [&](size_t i) {
     add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * kBytesPerFloat,
-                             i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)});
+                             i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1),
+                             i > 1 ? Hides::kBackward : Hides::kNothing});
   };
   for (int m = 0; m < microbatches; ++m) {
     const bool sync = m == microbatches - 1;
-    if (m == 0) gather(0, "");  // the root stays gathered until the step's gradients are reduced
-    for (size_t i = 1; i <= blocks; ++i) gather(i, " (forward)");  // block l prefetches l + 1
+    if (m == 0) gather(0, "", Hides::kNothing);  // the root stays gathered until the step's gradients are reduced
+    for (size_t i = 1; i <= blocks; ++i) {  // block l prefetches l + 1
+      gather(i, " (forward)", i > 1 ? Hides::kForward : Hides::kNothing);
+    }
     // Backward of block l: gather l again (resharded) and prefetch l - 1, then reduce l.
     for (size_t i = blocks; i >= 1; --i) {
       if (config.reshard_after_forward) {
-        if (i == blocks) gather(i, " (backward)");
-        if (i > 1) gather(i - 1, " (backward)");
+        if (i == blocks) gather(i, " (backward)", Hides::kNothing);
+        if (i > 1) gather(i - 1, " (backward)", Hides::kBackward);
       }
       if (sync && config.overlap) reduce(i);
     }

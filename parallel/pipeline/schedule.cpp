@@ -147,14 +147,14 @@ PipelineSchedule make_pipeline_schedule(ScheduleKind kind, int p, int v, int m) 
   return s;
 }
 
-ScheduleCheck check(const PipelineSchedule& s) {
+ScheduleCheck check(const PipelineSchedule& s, double transfer) {
   const int p = s.ranks, S = s.num_stages(), m = s.microbatches;
   if (static_cast<int>(s.actions.size()) != p) throw UserError("schedule has " + str(s.actions.size()) + " rank lists for pipe=" + str(p));
   ScheduleCheck c;
   c.peak_in_flight.assign(p, 0);
   c.finish.assign(p, 0.0);
   c.start.resize(p);
-  // A message in flight: (is gradient, microbatch, receiving stage) -> time sent.
+  // A message in flight: (is gradient, microbatch, receiving stage) -> time it arrives.
   std::map<std::tuple<bool, int, int>, double> messages;
   std::set<std::tuple<ActionKind, int, int>> done;  // compute and receives performed
   std::vector<size_t> next(p, 0);
@@ -189,14 +189,14 @@ ScheduleCheck check(const PipelineSchedule& s) {
           }
           case ActionKind::kSendActivation:
             if (a.stage == S - 1 || !has(ActionKind::kForward, a.microbatch, a.stage)) fail(r, a, "sends an activation not computed");
-            if (!messages.emplace(std::tuple{false, a.microbatch, a.stage + 1}, t).second) fail(r, a, "is sent twice");
+            if (!messages.emplace(std::tuple{false, a.microbatch, a.stage + 1}, t + transfer).second) fail(r, a, "is sent twice");
             break;
           case ActionKind::kSendGradient:
             if (a.stage == 0 || !(has(ActionKind::kBackward, a.microbatch, a.stage) ||
                                   has(ActionKind::kBackwardInput, a.microbatch, a.stage))) {
               fail(r, a, "sends a gradient not computed");
             }
-            if (!messages.emplace(std::tuple{true, a.microbatch, a.stage - 1}, t).second) fail(r, a, "is sent twice");
+            if (!messages.emplace(std::tuple{true, a.microbatch, a.stage - 1}, t + transfer).second) fail(r, a, "is sent twice");
             break;
           case ActionKind::kForward:
             if (a.stage > 0 && !has(ActionKind::kRecvActivation, a.microbatch, a.stage)) fail(r, a, "runs before its input arrived");

@@ -75,7 +75,9 @@ struct ScheduleCheck {
 
 // Simulates the schedule; throws UserError naming the blocked ranks and their actions on
 // a deadlock, and naming the action on a missing dependency or an unmatched message.
-ScheduleCheck check(const PipelineSchedule& schedule);
+// `transfer`: each message's time from its send to its arrival, in the same units (0:
+// free links); the bubble then includes the waits it causes.
+ScheduleCheck check(const PipelineSchedule& schedule, double transfer = 0.0);
 
 // The closed form the book gives for the schedule's bubble fraction (zero-bubble: ZB-H1's
 // (p-1)(F+B-W) bubble with F = B = W).
