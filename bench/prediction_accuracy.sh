@@ -43,7 +43,7 @@ layouts=(
   "ep|2|--mesh expert=2 $moe"
   "dp_moe|2|--mesh data=2 $moe"
   "dp_tp|4|--mesh data=2,tensor=2"
-  "fsdp_pp|4|--mesh data=2,pipe=2 --zero 3 --grad-accum 2"
+  "zero1_pp|4|--mesh data=2,pipe=2 --zero 1 --grad-accum 2"
 )
 
 field() { grep -q "\"$2\"" "$1" && median "$1" "$2" || echo nan; }

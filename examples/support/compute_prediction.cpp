@@ -1,6 +1,7 @@
 #include "examples/support/compute_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
@@ -66,6 +67,19 @@ double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, co
   return sizeof(float) * (tokens * per_token + 9.0 * params) / hw.hbm_bandwidth;
 }
 
+// Experts compute every slot of their capacity, filled or not: ceil(C T k / E) rows per
+// sequence each (dropless: all T), where the FLOP count charges k per token. The FLOPs of
+// the empty slots, over the whole batch, shared by every rank.
+double expert_padding_seconds(const RunConfig& run, const cost::TrainConfig& tc, int ranks, double flops) {
+  const nn::ModelConfig& m = run.model;
+  if (m.experts <= 0 || flops <= 0) return 0.0;
+  const double t = static_cast<double>(run.sequence_length()), e = static_cast<double>(m.experts);
+  const double k = static_cast<double>(m.top_k);
+  const double slots = m.capacity_factor > 0 ? e * std::ceil(m.capacity_factor * t * k / e) / t : e;
+  const double per_expert = cost::count_params(tc.model).experts / e;  // one expert, all MoE layers
+  return 6.0 * per_expert * std::max(0.0, slots - k) * tc.batch_tokens / ranks / flops;
+}
+
 }  // namespace
 
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops,
@@ -85,7 +99,8 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   cost::HardwareProfile hw = cost::hardware("local");
   if (gemm_flops > 0) hw.flops_fp32 = hw.flops_bf16 = gemm_flops;  // fp32 training here: both the same
   const cost::StepEstimate e = cost::estimate_train_step(tc, layout, hw);
-  const double busy = e.compute_seconds * (1.0 - e.bubble_fraction) + elementwise_seconds(run, tc, layout, hw);
+  const double busy = e.compute_seconds * (1.0 - e.bubble_fraction) + elementwise_seconds(run, tc, layout, hw) +
+                      expert_padding_seconds(run, tc, mesh.size(), hw.flops_fp32);
   if (!pipeline) return busy / (1.0 - e.bubble_fraction);
   // The schedule in units of one microbatch's forward through a rank's stages: a rank is
   // busy 3m of them (forward 1, backward 2).
