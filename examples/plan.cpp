@@ -8,6 +8,7 @@
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
+//   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
 // Every subcommand takes --json (one object; keys in docs/plan_json.md). Sizes take
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "examples/plan_args.h"
+#include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
@@ -291,6 +293,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
+    {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
 
@@ -302,7 +305,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, collective, array, model, train, infer, calibrate";
+  const std::string commands = "hw, matmul, collective, array, model, train, infer, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -358,6 +361,9 @@ int main(int argc, char** argv) {
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
+    } else if (command == "totals") {
+      add_totals_flags(o);
+      run = cmd_totals;
     } else if (command == "array") {
       o.add_options()("shape", "global shape, e.g. 4096,8192 (sizes take K/M suffixes)",
                       cxxopts::value<std::string>()->default_value("4096,8192"))

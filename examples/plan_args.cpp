@@ -46,6 +46,12 @@ std::string human(double value, const char* unit) {
   return out;
 }
 
+std::string scientific(double value, const char* unit) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s", value, unit);
+  return text;
+}
+
 void add_hardware_flags(cxxopts::Options& o) {
   o.add_options("hardware (any figure of the --hw profile, replaced)")
       ("flops", "peak bf16 FLOP/s per chip, e.g. 1.97e14", cxxopts::value<std::string>())
