@@ -2,6 +2,7 @@
 //
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
+//   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "examples/plan_args.h"
+#include "examples/plan_roofline.h"
 #include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
@@ -288,6 +290,7 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
 constexpr std::pair<const char*, const char*> kCommands[] = {
     {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
+    {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
     {"collective", "one collective on a torus or switched mesh: time, per-link bytes"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
@@ -305,7 +308,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, collective, array, model, train, infer, totals, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -361,6 +364,9 @@ int main(int argc, char** argv) {
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
+    } else if (command == "roofline") {
+      add_roofline_flags(o);
+      run = cmd_roofline;
     } else if (command == "totals") {
       add_totals_flags(o);
       run = cmd_totals;

@@ -36,6 +36,9 @@ std::vector<int> parse_list(const std::string& text, char separator, const std::
 
 std::string human(double value, const char* unit) {
   const char* prefixes[] = {"p", "n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  char rounded[32];  // to the 3 digits printed first, so 0.99988 is "1", not "1e+03 m"
+  std::snprintf(rounded, sizeof rounded, "%.3g", value);
+  value = std::strtod(rounded, nullptr);
   int index = 4;
   while (value != 0 && std::fabs(value) < 1 && index > 0) value *= 1000, --index;
   while (std::fabs(value) >= 1000 && index < 10) value /= 1000, ++index;

@@ -7,11 +7,13 @@
 // book's figures, from shared/reference/scaling_book_vectors.md.)
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "framework/error.h"
 #include "parallel/cost/hardware.h"
+#include "parallel/cost/op_roofline.h"
 #include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
 
@@ -142,4 +144,85 @@ TEST_CASE("training totals: general behaviour and errors") {
   CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
                        shardlab::UserError);
   CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
+}
+
+TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const DType bf16 = DType::kBf16, int8 = DType::kInt8;
+  const double n = 1 << 20;
+  const Roofline dot = einsum_roofline("n,n->", {{'n', 1 << 20}}, {bf16}, v5e);
+  const auto intensity = [&](const char* spec, std::map<char, int64_t> dims, std::vector<DType> dtypes) {
+    return einsum_roofline(spec, dims, dtypes, v5e).intensity;
+  };
+  const AttentionShape mha{.q_len = 8192, .kv_len = 8192, .heads = 32, .kv_heads = 32, .head_dim = 128};
+  AttentionShape decode = mha;
+  decode.q_len = 1;
+  const AttentionShape gqa{.q_len = 8192, .kv_len = 8192, .heads = 64, .kv_heads = 8, .head_dim = 128};
+  HardwareProfile v6e_over_pcie = hardware("tpu-v6e");
+  v6e_over_pcie.hbm_bandwidth = 1.5e10;  // the book's PCIe figure in place of HBM
+  HardwareProfile v5e_vmem = v5e;
+  v5e_vmem.hbm_bandwidth *= 22;  // VMEM: ~22x HBM bandwidth
+  const MatmulSpec q4{.b = 1, .d = 4096, .f = 16384, .x = int8, .w = int8, .out = int8};
+  check({
+      // The book counts N + N - 1 FLOPs; an einsum counts 2N.
+      {"roofline.md, Where Does the Time Go (dot product)", "FLOPs / bytes = 2N / (4N + 2)", dot.intensity,
+       2 * n / (4 * n + 2), kExact},
+      {"roofline.md, Where Does the Time Go (dot product)", "dot product intensity -> 1/2", dot.intensity, 0.5, kExact},
+      {"roofline.md, Matrix multiplication", "bf16 matmul intensity BDF / (BD + DF + BF)",
+       intensity("bd,df->bf", {{'b', 512}, {'d', 8192}, {'f', 32768}}, {bf16}),
+       512.0 * 8192 * 32768 / (512.0 * 8192 + 8192.0 * 32768 + 512.0 * 32768), kExact},
+      {"roofline.md, Matrix multiplication", "v5e critical intensity (book: 8.2e11 B/s; profile 8.1e11)",
+       dot.critical_intensity, 240, 0.02},
+      {"roofline.md, Q1 int8 matmul", "int8 critical intensity 3.94e14 / 8.1e11",
+       einsum_roofline("bd,df->bf", {{'b', 256}, {'d', 65536}, {'f', 65536}}, {int8}, v5e).critical_intensity, 486,
+       kExact},
+      {"roofline.md, Q1 int8 matmul", "int8 intensity ~ 2B (B = 256 << D, F)",
+       intensity("bd,df->bf", {{'b', 256}, {'d', 65536}, {'f', 65536}}, {int8}), 2 * 256, 0.01},
+      {"roofline.md, Q2 int8 + bf16 matmul", "bf16 x int8 -> bf16 intensity ~ 2B (so B > 120)",
+       intensity("bd,df->bf", {{'b', 128}, {'d', 65536}, {'f', 65536}}, {bf16, int8, bf16}), 2 * 128, 0.01},
+      {"roofline.md, Q4 per-example weights", "int8[B,D] x int8[B,D,F] -> int8[B,F] intensity ~ 2",
+       intensity("bd,bdf->bf", {{'b', 512}, {'d', 8192}, {'f', 8192}}, {int8}), 2, kExact},
+      {"roofline.md, Problem 5", "H100 critical batch (book 1e15 / 3.35e12 = 298)",
+       critical_intensity(hardware("h100"), bf16), 298, 0.01},
+      // tpus.md works from rounded 1.3e8 B and 2e4 B and gets 271; the exact products give 263.
+      {"tpus.md, Worked Problems Q4", "int8[B,4096] x int8[4096,16384] on v5e turns compute-bound at B",
+       matmul_critical_batch(q4, v5e), 271, 0.04},
+      {"tpus.md, Worked Problems Q4", "... from VMEM (22x HBM bandwidth)", matmul_critical_batch(q4, v5e_vmem), 11,
+       0.02},
+      {"tpus.md, Worked Problems Q3", "v6e matmul over PCIe (1.5e10 B/s): critical intensity, B > 61,000",
+       critical_intensity(v6e_over_pcie, bf16), 61000, 0.01},
+      {"inference.md, attention arithmetic intensity", "MHA prefill intensity T / 2",
+       attention_roofline(mha, v5e).roofline.intensity, 8192 / 2, kExact},
+      {"inference.md, attention arithmetic intensity", "MHA decode intensity S T / (S + T) ~ 1",
+       attention_roofline(decode, v5e).roofline.intensity, 1, kExact},
+      // transformers.md Q4 says prefill attention is compute-bound "at S=240", the G -> oo
+      // limit of T G / (G + 1); for MHA (G = 1) it is 2 x critical, inference.md's "> 480".
+      {"inference.md, attention arithmetic intensity", "MHA prefill compute-bound above T (~480)",
+       attention_roofline(mha, v5e).compute_bound_context, 480, 0.02},
+      {"transformers.md, Q4", "GQA prefill intensity T G / (G + 1), G = 8",
+       attention_roofline(gqa, v5e).roofline.intensity, 8192 * 8 / 9.0, kExact},
+      {"transformers.md, Q4", "GQA decode intensity -> G", attention_roofline(gqa, v5e).decode_intensity_limit, 8,
+       kExact},
+  });
+  // Elementwise x + y over bf16: 1 FLOP per 6 bytes, far below any chip's critical intensity.
+  const Roofline add = elementwise_roofline(n, 2, 1, bf16, v5e);
+  CHECK(add.flops == n);
+  CHECK(add.bytes == 6 * n);
+  CHECK_FALSE(add.compute_bound);
+  CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11));
+  // An einsum that is a matmul prices exactly as the matmul calculator.
+  const Roofline mm = einsum_roofline("bd,df->bf", {{'b', 4096}, {'d', 8192}, {'f', 32768}}, {bf16}, v5e);
+  const Roofline direct = matmul_roofline({.b = 4096, .d = 8192, .f = 32768}, v5e);
+  CHECK(mm.flops == direct.flops);
+  CHECK(mm.bytes == direct.bytes);
+  CHECK(mm.compute_bound == direct.compute_bound);
+  // No contraction: one op per point (an outer product).
+  CHECK(einsum_roofline("b,f->bf", {{'b', 8}, {'f', 4}}, {bf16}, v5e).flops == 32);
+  CHECK(parse_einsum("bd,df->bf").contracted() == "d");
+  CHECK_THROWS_WITH_AS(parse_einsum("bd,df"), doctest::Contains("has no '->'"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(parse_einsum("bd,df->bz"), doctest::Contains("output dim z is in no input"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(einsum_roofline("bd,df->bf", {{'b', 8}, {'d', 8}}, {bf16}, v5e),
+                       doctest::Contains("dim f has no positive size"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(attention_roofline({.q_len = 8, .kv_len = 8, .heads = 6, .kv_heads = 4, .head_dim = 8}, v5e),
+                       doctest::Contains("do not divide"), shardlab::UserError);
 }
