@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "parallel/cost/collective.h"
 #include "parallel/cost/hardware.h"
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/totals.h"
@@ -225,4 +226,55 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
                        doctest::Contains("dim f has no positive size"), shardlab::UserError);
   CHECK_THROWS_WITH_AS(attention_roofline({.q_len = 8, .kv_len = 8, .heads = 6, .kv_heads = 4, .head_dim = 8}, v5e),
                        doctest::Contains("do not divide"), shardlab::UserError);
+}
+
+TEST_CASE("point-to-point transfers and the message size where a collective turns latency-bound (chapters 2-3)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const HardwareProfile& v4p = hardware("tpu-v4p");
+  // tpus.md Q5: bf16[8, 128, 8192] from TPU{0,0} to TPU{3,3} of a v5e 4x4 (no wraparound).
+  const double array = 2.0 * 8 * 128 * 8192;
+  const TransferCost corner = transfer_cost(array, {4, 4}, {0, 0}, {3, 3}, v5e);
+  const auto threshold = [](const CollectiveCost& c, double bytes) {
+    return latency_bound_bytes(c.latency_seconds, c.bandwidth_seconds, bytes);
+  };
+  const CollectiveCost pod_axis = collective_cost(CollectiveOp::kAllGather, 64e6, {16}, v5e);
+  const CollectiveCost small_y = collective_cost(CollectiveOp::kAllGather, 2.0 * 256 * 256, {4}, v5e);
+  const CollectiveCost tiny_x = collective_cost(CollectiveOp::kAllGather, 256, {4}, v4p);
+  check({
+      {"tpus.md, Worked Problems Q5", "hops from (0,0) to (3,3) on a 4x4 without wraparound",
+       static_cast<double>(corner.hops), 6, 1e-12},
+      {"tpus.md, Worked Problems Q5", "links used at once (half right, half down)", static_cast<double>(corner.links),
+       2, 1e-12},
+      {"tpus.md, Worked Problems Q5", "first byte after 6 hops x 1 us", corner.first_byte_seconds, 6e-6, kExact},
+      // The book rounds the array to 1.7e7 B (188 us); 16.8 MB / 9e10 B/s is 186 us.
+      {"tpus.md, Worked Problems Q5", "whole transfer, 188 + 6 us", corner.seconds, 194e-6, kBook},
+      {"sharding.md, A note on ICI latency", "v5e shards below W t = 45 kB are latency-bound (16-chip axis)",
+       threshold(pod_axis, 64e6) / 16, 45e3, kExact},
+      {"sharding.md, Pop Quiz 2 (E = F = 256)", "AllGather_Y over 4 v5e: 3 hops x 1 us", small_y.seconds, 3e-6,
+       kExact},
+      {"sharding.md, Q3 latency-bound AllGather", "AllGather_X of 256 B over 4 v4p: 2 hops, ~2 us", tiny_x.seconds,
+       2e-6, kExact},
+  });
+  CHECK(small_y.latency_bound);                          // 131 kB < 4 x 45 kB (no wraparound: 3 hops of V/4)
+  CHECK(threshold(small_y, 2.0 * 256 * 256) == doctest::Approx(4 * 45e3));
+  CHECK(tiny_x.latency_bound);
+  CHECK_FALSE(pod_axis.latency_bound);
+  // Latency-bound exactly below the threshold: priced there, both terms are equal.
+  const CollectiveCost at = collective_cost(CollectiveOp::kAllReduce, threshold(pod_axis, 64e6), {16}, v5e);
+  CHECK(at.latency_seconds == doctest::Approx(at.bandwidth_seconds));
+  // With wraparound the route goes the short way; coordinates are checked.
+  CHECK(torus_transfer(1e6, {{16, true}}, {0}, {15}, v5e.ici).hops == 1);
+  CHECK(torus_transfer(1e6, {{16, false}}, {0}, {15}, v5e.ici).hops == 15);
+  CHECK(transfer_cost(1e6, {4, 4}, {1, 1}, {1, 1}, v5e).seconds == 0);
+  CHECK_THROWS_WITH_AS(transfer_cost(1e6, {4, 4}, {0, 0}, {4, 0}, v5e), doctest::Contains("--to coordinate 4 is outside"),
+                       shardlab::UserError);
+  // GPUs: one NVLink hop inside a node, the NIC between nodes.
+  const HardwareProfile& h100 = hardware("h100");
+  const TransferCost nvlink = transfer_cost(1e9, {16}, {0}, {7}, h100);
+  const TransferCost ib = transfer_cost(1e9, {16}, {0}, {8}, h100);
+  CHECK(nvlink.path == "nvlink");
+  CHECK(nvlink.bandwidth_seconds == doctest::Approx(1e9 / 450e9));
+  CHECK(ib.path == "infiniband");
+  CHECK(ib.bandwidth_seconds == doctest::Approx(1e9 / 50e9));
+  CHECK(latency_bound_bytes(0, 1, 1e6) == 0);
 }
