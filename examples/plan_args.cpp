@@ -35,6 +35,7 @@ std::vector<int> parse_list(const std::string& text, char separator, const std::
 }
 
 std::string human(double value, const char* unit) {
+  if (!std::isfinite(value)) return std::string(value > 0 ? "inf" : value < 0 ? "-inf" : "nan") + (*unit ? " " : "") + unit;
   const char* prefixes[] = {"p", "n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
   char rounded[32];  // to the 3 digits printed first, so 0.99988 is "1", not "1e+03 m"
   std::snprintf(rounded, sizeof rounded, "%.3g", value);
