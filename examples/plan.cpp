@@ -2,12 +2,15 @@
 //
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
+//   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
+//   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
+//   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
 // Every subcommand takes --json (one object; keys in docs/plan_json.md). Sizes take
@@ -24,6 +27,9 @@
 #include <vector>
 
 #include "examples/plan_args.h"
+#include "examples/plan_collective.h"
+#include "examples/plan_roofline.h"
+#include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
@@ -92,47 +98,6 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
     json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}});
     text = explain(r, "memory") + "compute-bound iff B > " + human(critical_b, "") + "\n";
   }
-  emit(a, json, text);
-  return 0;
-}
-
-int cmd_collective(const cxxopts::ParseResult& a) {
-  const HardwareProfile hw = hardware_from(a);
-  const CollectiveOp op = parse_collective_op(a["op"].as<std::string>());
-  const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");
-  const std::vector<int> mesh = parse_list(a["mesh"].as<std::string>(), 'x', "mesh");
-  std::vector<int> chosen;
-  if (a.count("axes")) {
-    for (int i : parse_list(a["axes"].as<std::string>(), ',', "axes")) {
-      if (i >= static_cast<int>(mesh.size()))
-        throw UserError("--axes names axis " + std::to_string(i) + " but --mesh " + a["mesh"].as<std::string>() +
-                        " has " + std::to_string(mesh.size()) + " axes (0-based)");
-      chosen.push_back(mesh[i]);
-    }
-  } else {
-    chosen = mesh;
-  }
-  const bool bidirectional = !a.count("unidirectional");
-  CollectiveCost c;
-  if (a.count("wraparound") && hw.interconnect == Interconnect::kTorus) {
-    const std::string w = a["wraparound"].as<std::string>();
-    if (w != "on" && w != "off") throw UserError("--wraparound must be on or off, got '" + w + "'");
-    std::vector<RingAxis> axes;
-    for (int s : chosen) axes.push_back({s, w == "on"});
-    c = torus_collective(op, bytes, axes, hw.ici, bidirectional);
-  } else {
-    c = collective_cost(op, bytes, chosen, hw, bidirectional);
-  }
-  Json sizes = Json::array();
-  for (int s : chosen) sizes.push_back(s);
-  const Json json = Json{{"hw", hw.name}, {"op", to_string(op)}, {"bytes", bytes}, {"axis_sizes", sizes},
-                         {"bidirectional", bidirectional}, {"seconds", c.seconds},
-                         {"bandwidth_seconds", c.bandwidth_seconds}, {"latency_seconds", c.latency_seconds},
-                         {"hops", c.hops}, {"latency_bound", c.latency_bound}, {"path", c.path}};
-  std::string text = to_string(op) + " of " + human(bytes, "B") + " on " + hw.name + " over " + c.path + ": " +
-                     human(c.seconds, "s") + "\n  " + (c.latency_bound ? "latency-bound: " : "bandwidth-bound: ") +
-                     std::to_string(c.hops) + " hops x " + human(hw.ici.latency, "s") + " = " +
-                     human(c.latency_seconds, "s") + " vs bytes/bandwidth " + human(c.bandwidth_seconds, "s") + "\n";
   emit(a, json, text);
   return 0;
 }
@@ -286,11 +251,13 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
 constexpr std::pair<const char*, const char*> kCommands[] = {
     {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
-    {"collective", "one collective on a torus or switched mesh: time, per-link bytes"},
+    {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
+    {"collective", "one collective or point-to-point send on a torus or switched mesh: time, hops, latency bound"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
+    {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
 
@@ -302,7 +269,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, collective, array, model, train, infer, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -333,12 +300,7 @@ int main(int argc, char** argv) {
           ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"));
       run = cmd_matmul;
     } else if (command == "collective") {
-      o.add_options()("op", "all_gather|reduce_scatter|all_reduce|all_to_all", cxxopts::value<std::string>()->default_value("all_gather"))
-          ("bytes", "V: the whole array", cxxopts::value<std::string>()->default_value("8M"))
-          ("mesh", "axis sizes, e.g. 4x4x4", cxxopts::value<std::string>()->default_value("4"))
-          ("axes", "0-based axes to run over (default all)", cxxopts::value<std::string>())
-          ("wraparound", "on|off (default: the hardware's rule)", cxxopts::value<std::string>())
-          ("unidirectional", "use one direction of each link");
+      add_collective_flags(o);
       run = cmd_collective;
     } else if (command == "model" || command == "train" || command == "infer") {
       add_model_flags(o);
@@ -358,6 +320,12 @@ int main(int argc, char** argv) {
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
+    } else if (command == "roofline") {
+      add_roofline_flags(o);
+      run = cmd_roofline;
+    } else if (command == "totals") {
+      add_totals_flags(o);
+      run = cmd_totals;
     } else if (command == "array") {
       o.add_options()("shape", "global shape, e.g. 4096,8192 (sizes take K/M suffixes)",
                       cxxopts::value<std::string>()->default_value("4096,8192"))

@@ -35,7 +35,11 @@ std::vector<int> parse_list(const std::string& text, char separator, const std::
 }
 
 std::string human(double value, const char* unit) {
+  if (!std::isfinite(value)) return std::string(value > 0 ? "inf" : value < 0 ? "-inf" : "nan") + (*unit ? " " : "") + unit;
   const char* prefixes[] = {"p", "n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  char rounded[32];  // to the 3 digits printed first, so 0.99988 is "1", not "1e+03 m"
+  std::snprintf(rounded, sizeof rounded, "%.3g", value);
+  value = std::strtod(rounded, nullptr);
   int index = 4;
   while (value != 0 && std::fabs(value) < 1 && index > 0) value *= 1000, --index;
   while (std::fabs(value) >= 1000 && index < 10) value /= 1000, ++index;
@@ -44,6 +48,12 @@ std::string human(double value, const char* unit) {
   std::string out = text;
   if (out.back() == ' ') out.pop_back();
   return out;
+}
+
+std::string scientific(double value, const char* unit) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s", value, unit);
+  return text;
 }
 
 void add_hardware_flags(cxxopts::Options& o) {

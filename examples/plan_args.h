@@ -23,6 +23,8 @@ using Json = nlohmann::ordered_json;
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag);
 // 2.5e-6, "s" -> "2.5 us".
 std::string human(double value, const char* unit);
+// 6.3e24, "FLOP" -> "6.3e+24 FLOP": for totals past human()'s largest prefix (E).
+std::string scientific(double value, const char* unit);
 
 // The hardware a command prices: profile `name` (default --hw), then any figure given as a
 // flag in its place (--flops, --flops-fp32, --flops-int8, --hbm, --hbm-bw, --ici-bw or

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "framework/error.h"
 
@@ -129,6 +131,80 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const std::vector<
 double collective_time(CollectiveOp op, double bytes, int group_size, LinkSpec link, bool wraparound,
                        bool bidirectional) {
   return torus_collective(op, bytes, {{group_size, wraparound}}, link, bidirectional).seconds;
+}
+
+double latency_bound_bytes(double latency_seconds, double bandwidth_seconds, double bytes) {
+  if (latency_seconds <= 0) return 0;
+  if (bandwidth_seconds <= 0) return std::numeric_limits<double>::infinity();
+  return bytes * latency_seconds / bandwidth_seconds;
+}
+
+namespace {
+
+void check_coordinates(const std::vector<int>& sizes, const std::vector<int>& coordinates, const char* which) {
+  if (coordinates.size() != sizes.size())
+    throw UserError(std::string(which) + " has " + std::to_string(coordinates.size()) + " coordinates but the mesh has " +
+                    std::to_string(sizes.size()) + " axes; give one per axis");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (coordinates[i] < 0 || coordinates[i] >= sizes[i])
+      throw UserError(std::string(which) + " coordinate " + std::to_string(coordinates[i]) + " is outside axis " +
+                      std::to_string(i) + " of size " + std::to_string(sizes[i]) + "; use 0.." +
+                      std::to_string(sizes[i] - 1));
+}
+
+TransferCost finish_transfer(double bytes, int hops, int links, LinkSpec link, std::string path) {
+  TransferCost t;
+  t.hops = hops;
+  t.links = links;
+  t.path = std::move(path);
+  if (hops == 0 || bytes == 0) {
+    t.path = "none";
+    return t;
+  }
+  t.first_byte_seconds = hops * link.latency;
+  t.bandwidth_seconds = bytes / (links * link.bandwidth);
+  t.seconds = t.first_byte_seconds + t.bandwidth_seconds;
+  return t;
+}
+
+}  // namespace
+
+TransferCost torus_transfer(double bytes, const std::vector<RingAxis>& axes, const std::vector<int>& from,
+                            const std::vector<int>& to, LinkSpec link) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw UserError("transfer size must be a non-negative number of bytes, got " + std::to_string(bytes));
+  std::vector<int> sizes;
+  for (const RingAxis& a : axes) sizes.push_back(a.size);
+  check_coordinates(sizes, from, "--from");
+  check_coordinates(sizes, to, "--to");
+  int hops = 0, links = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int d = std::abs(to[i] - from[i]);
+    const int distance = axes[i].wraparound ? std::min(d, axes[i].size - d) : d;
+    hops += distance;
+    links += distance > 0;
+  }
+  return finish_transfer(bytes, hops, links, link, "ici");
+}
+
+TransferCost transfer_cost(double bytes, const std::vector<int>& axis_sizes, const std::vector<int>& from,
+                           const std::vector<int>& to, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kTorus) {
+    std::vector<RingAxis> axes;
+    for (int s : axis_sizes) axes.push_back({s, hw.axis_wraps(s)});
+    return torus_transfer(bytes, axes, from, to, hw.ici);
+  }
+  check_coordinates(axis_sizes, from, "--from");
+  check_coordinates(axis_sizes, to, "--to");
+  const auto rank = [&](const std::vector<int>& c) {
+    int r = 0;
+    for (size_t i = 0; i < c.size(); ++i) r = r * axis_sizes[i] + c[i];
+    return r;
+  };
+  const int a = rank(from), b = rank(to);
+  if (a == b) return finish_transfer(bytes, 0, 0, hw.ici, "none");
+  const bool same_node = a / hw.node_size == b / hw.node_size;
+  return finish_transfer(bytes, 1, 1, same_node ? hw.ici : hw.dcn, same_node ? "nvlink" : "infiniband");
 }
 
 double allgather_bandwidth(const HardwareProfile& hw, int axes, bool across_nodes) {

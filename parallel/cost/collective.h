@@ -70,6 +70,35 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const std::vector<
 double collective_time(CollectiveOp op, double bytes, int group_size, LinkSpec link,
                        bool wraparound, bool bidirectional);
 
+// The message size V at which `latency_seconds` equals `bandwidth_seconds`, both priced
+// at V = `bytes`: smaller messages are latency-bound. Every cost here is linear in V with
+// hops independent of V, so V* = bytes x latency / bandwidth (for a torus all_gather:
+// n x W t, i.e. shards of W t, the book's 45 kB on v5e). 0 when there is no latency term,
+// infinite when there is no bandwidth term.
+double latency_bound_bytes(double latency_seconds, double bandwidth_seconds, double bytes);
+
+// A point-to-point transfer of `bytes` from one chip to another (the book's TPU question
+// "send bf16[8, 128, 8192] from TPU{0,0} to TPU{3,3}"). Torus: the route takes the short
+// way round each axis that wraps (|d| or n - |d| hops) and |d| hops on one that does not;
+// the source sends over one link per axis it moves along, all at once, and the transfer is
+// pipelined through the hops: first byte after hops x t, last after that plus
+// bytes / (links x W). Switched: one hop over NVLink within a node, over the NIC between
+// nodes (chips numbered row-major over the mesh, node_size to a node).
+struct TransferCost {
+  double seconds = 0;             // first_byte_seconds + bandwidth_seconds
+  double first_byte_seconds = 0;  // hops x per-hop latency
+  double bandwidth_seconds = 0;   // bytes / (links x W)
+  int hops = 0;
+  int links = 0;                  // links the source sends over at once
+  std::string path;               // "ici", "nvlink", "infiniband", "none"
+};
+// `from`, `to`: one coordinate per axis of `axes`. UserError naming a coordinate outside its axis.
+TransferCost torus_transfer(double bytes, const std::vector<RingAxis>& axes, const std::vector<int>& from,
+                            const std::vector<int>& to, LinkSpec link);
+// Dispatch on hw.interconnect, as collective_cost: wraparound as hw.axis_wraps(size).
+TransferCost transfer_cost(double bytes, const std::vector<int>& axis_sizes, const std::vector<int>& from,
+                           const std::vector<int>& to, const HardwareProfile& hw);
+
 // Bytes/s at which a chip's share of an all_gather flows for large groups: V / T_allgather.
 // Torus: 2 W per axis (bidirectional with wraparound, as a full pod); switched: W within a
 // node. Across nodes/pods: node_size * W_dcn, since after a reduce_scatter inside the

@@ -1,0 +1,280 @@
+// The book's worked figures behind shardlab-plan's totals, roofline and point-to-point
+// calculators, as tables: each row is the calculator's value, the book's value, the
+// tolerance and where the book says it (file.md of jax-ml/scaling-book, section). kBook
+// (+-10%): the book rounds to ~2 significant figures; kExact: the arithmetic is exact.
+// Where the book's own arithmetic is wrong the row asserts the correct value and its
+// comment says what the book printed. (tests/test_cost_model.cpp holds the rest of the
+// book's figures, from shared/reference/scaling_book_vectors.md.)
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "framework/error.h"
+#include "parallel/cost/collective.h"
+#include "parallel/cost/hardware.h"
+#include "parallel/cost/op_roofline.h"
+#include "parallel/cost/totals.h"
+#include "parallel/cost/transformer.h"
+
+using namespace shardlab::cost;
+
+namespace {
+
+constexpr double kBook = 0.10;
+constexpr double kExact = 1e-3;
+constexpr double kYear = 365 * kSecondsPerDay;
+
+struct Figure {
+  const char* source;  // chapter file and section
+  const char* what;
+  double computed;
+  double book;
+  double tolerance;  // relative
+};
+
+void check(const std::vector<Figure>& figures) {
+  for (const Figure& f : figures) {
+    const std::string where = std::string(f.source) + ": " + f.what;
+    INFO(where);
+    CHECK(f.computed == doctest::Approx(f.book).epsilon(f.tolerance));
+  }
+}
+
+RunTotals llama3_70b(int64_t chips, double mfu, double activation_bytes = 0) {
+  const RunSpec run{.params = 70e9, .tokens = 15e12, .chips = chips, .mfu = mfu, .activation_bytes = activation_bytes};
+  return run_totals(run, hardware("tpu-v5p"));
+}
+
+}  // namespace
+
+TEST_CASE("training totals: 6PT FLOPs, cluster FLOP/s, days at an MFU (chapters 5-6)") {
+  const RunTotals one = llama3_70b(1, 1.0);
+  const RunTotals pod = llama3_70b(8960, 0.4);
+  const RunTotals two_pods = llama3_70b(18823, 0.5);
+  const RunTotals ten_pods = llama3_70b(89600, 0.5);
+  const double matmul_params = count_params(model_preset("llama3-70b")).matmul;
+  check({
+      {"applied-training.md, Counting parameters and FLOPs", "FLOPs per token, 6 x 70e9", one.flops_per_token, 4.2e11,
+       kExact},
+      {"applied-training.md, Counting parameters and FLOPs", "6N of the llama3-70b preset's matmul parameters",
+       6 * matmul_params, 4.2e11, kBook},
+      {"applied-training.md, Counting parameters and FLOPs", "seconds per token on one v5p (~1 ms)",
+       one.flops_per_token / one.chip_flops_per_second, 1e-3, kBook},
+      {"applied-training.md, Counting parameters and FLOPs", "FLOPs of 15T tokens", one.train_flops, 6.3e24, kExact},
+      {"applied-training.md, Counting parameters and FLOPs", "years on one v5p at peak", one.seconds / kYear, 435,
+       kBook},
+      {"applied-training.md, Counting parameters and FLOPs", "seconds on a 8960-chip v5p pod at 40% MFU", pod.seconds,
+       3.8e6, kBook},
+      {"applied-training.md, Counting parameters and FLOPs", "days on that pod", pod.days, 44, kBook},
+      {"training.md, Data Parallelism (FSDP)", "days on 18,823 v5p at 50% MFU", two_pods.days, 17, kBook},
+      // The book's "about 2 days" on 10 pods holds only at peak FLOP/s (1.77 days); at the
+      // 50% MFU of its own 17-day figure the same run takes 3.55 days.
+      {"training.md, Scaling Between Pods", "days on 89,600 v5p at 50% MFU (book: 'about 2')", ten_pods.days, 3.55,
+       0.01},
+      {"training.md, Scaling Between Pods", "days on 89,600 v5p at peak", llama3_70b(89600, 1.0).days, 1.77, 0.01},
+      // tpus.md multiplies by 4.5e14; the profile's 4.59e14 gives 4.11e18 (within 3%).
+      {"tpus.md, Worked Problems Q2", "v5p pod FLOP/s, 8960 chips", pod.cluster_flops_per_second, 4e18, kBook},
+      {"tpus.md, Worked Problems Q2", "v5p pod HBM, 8960 x 96 GB", pod.cluster_hbm_bytes, 860e12, kExact},
+      {"tpus.md, Worked Problems Q2", "v5e pod FLOP/s, 256 chips",
+       run_totals({.params = 1, .tokens = 1, .chips = 256}, hardware("tpu-v5e")).cluster_flops_per_second, 5.1e16,
+       kBook},
+      {"tpus.md, Worked Problems Q2", "v5e pod HBM, 256 x 16 GB",
+       run_totals({.params = 1, .tokens = 1, .chips = 256}, hardware("tpu-v5e")).cluster_hbm_bytes, 4e12, kBook},
+      {"training.md, Worked Problems Q3", "HBM of a v5p 16x16x16 slice",
+       llama3_70b(4096, 1.0).cluster_hbm_bytes, 393e12, kExact},
+  });
+}
+
+TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pure-DP model (chapters 5-6)") {
+  const StateBytes book = state_preset("bf16-adam");
+  CHECK(book.per_param() == 10);
+  CHECK(state_preset("mixed-adam").per_param() == 16);
+  // applied-training.md asks for 4 checkpoints per layer; its answer writes "3 times per
+  // layer" and "2 * 8192 * 4e6 * 3 * 80" but prints 20.9 TB, which is the product with 4
+  // (with 3 it would be 15.7 TB). The row asserts the 4-checkpoint product.
+  const double checkpoints = checkpoint_bytes(4e6, 80, 8192, 4, DType::kBf16);
+  const RunTotals pod = llama3_70b(8960, 0.4, checkpoints);
+  // Its "44 days * 8960 / 171 = 1752 days" divides by 171 where it means 225 (the chips
+  // just computed); 1752 is 44 x 8960 / 225. At 40% MFU on 225 chips: 1765 days.
+  const RunTotals minimum = llama3_70b(225, 0.4, checkpoints);
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  check({
+      {"applied-training.md, Counting parameters and FLOPs", "bf16 params + fp32 Adam, 10 x 70e9 B", pod.state_bytes,
+       140e9 + 560e9, kExact},
+      {"applied-training.md, Counting parameters and FLOPs", "4 bf16 [B, D] checkpoints per layer, B = 4e6",
+       checkpoints, 20.9e12, 0.01},
+      {"applied-training.md, Counting parameters and FLOPs", "total memory", pod.total_bytes, 21.6e12, 0.01},
+      // 21.67e12 / 96e9 = 225.7: the book's 225 rounds down; 226 chips hold it.
+      {"applied-training.md, Counting parameters and FLOPs", "minimum v5p chips",
+       static_cast<double>(pod.min_chips), 226, 1e-12},
+      {"applied-training.md, Counting parameters and FLOPs", "days on those chips at 40% MFU", minimum.days, 1752,
+       0.01},
+      {"applied-training.md, Counting parameters and FLOPs", "bytes per chip over 8960 v5p", pod.bytes_per_chip, 2.4e9,
+       kBook},
+      // The book's "about 9B parameters" rounds 96e9 / 10 = 9.6e9 down.
+      {"training.md, Data Parallelism", "largest model pure DP trains on one v5p (HBM / 10)",
+       largest_pure_dp_params(v5p, book), 9.6e9, kExact},
+      {"training.md, Data Parallelism", "... 'about 9B'", largest_pure_dp_params(v5p, book), 9e9, kBook},
+      // LLaMA-2 13B, 3M tokens, checkpoints after the 3 big matmuls: D + 2F = 6.4 D per layer.
+      {"training.md, Worked Problems Q3", "LLaMA-2 13B checkpoints of a 3M batch",
+       checkpoint_bytes(3e6, 40, 5120, 1 + 2 * 13824 / 5120.0, DType::kBf16), 7.86e12, kExact},
+  });
+  CHECK_FALSE(llama3_70b(225, 0.4, checkpoints).fits);  // 225 x 96 GB < 21.67 TB
+  CHECK(llama3_70b(226, 0.4, checkpoints).fits);
+}
+
+TEST_CASE("training totals: general behaviour and errors") {
+  const HardwareProfile& h100 = hardware("h100");
+  RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
+  const RunTotals t = run_totals(run, h100);
+  CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
+  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
+  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
+  CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
+                                                     .chips = 128, .mfu = 0.5},
+                                                    h100)
+                                             .seconds));
+  run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
+  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
+  run.state = state_preset("mixed-adam");
+  CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
+  CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
+  CHECK_THROWS_WITH_AS(state_preset("adafactor"), doctest::Contains("bf16-adam, mixed-adam"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
+                       shardlab::UserError);
+  CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
+}
+
+TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const DType bf16 = DType::kBf16, int8 = DType::kInt8;
+  const double n = 1 << 20;
+  const Roofline dot = einsum_roofline("n,n->", {{'n', 1 << 20}}, {bf16}, v5e);
+  const auto intensity = [&](const char* spec, std::map<char, int64_t> dims, std::vector<DType> dtypes) {
+    return einsum_roofline(spec, dims, dtypes, v5e).intensity;
+  };
+  const AttentionShape mha{.q_len = 8192, .kv_len = 8192, .heads = 32, .kv_heads = 32, .head_dim = 128};
+  AttentionShape decode = mha;
+  decode.q_len = 1;
+  const AttentionShape gqa{.q_len = 8192, .kv_len = 8192, .heads = 64, .kv_heads = 8, .head_dim = 128};
+  HardwareProfile v6e_over_pcie = hardware("tpu-v6e");
+  v6e_over_pcie.hbm_bandwidth = 1.5e10;  // the book's PCIe figure in place of HBM
+  HardwareProfile v5e_vmem = v5e;
+  v5e_vmem.hbm_bandwidth *= 22;  // VMEM: ~22x HBM bandwidth
+  const MatmulSpec q4{.b = 1, .d = 4096, .f = 16384, .x = int8, .w = int8, .out = int8};
+  check({
+      // The book counts N + N - 1 FLOPs; an einsum counts 2N.
+      {"roofline.md, Where Does the Time Go (dot product)", "FLOPs / bytes = 2N / (4N + 2)", dot.intensity,
+       2 * n / (4 * n + 2), kExact},
+      {"roofline.md, Where Does the Time Go (dot product)", "dot product intensity -> 1/2", dot.intensity, 0.5, kExact},
+      {"roofline.md, Matrix multiplication", "bf16 matmul intensity BDF / (BD + DF + BF)",
+       intensity("bd,df->bf", {{'b', 512}, {'d', 8192}, {'f', 32768}}, {bf16}),
+       512.0 * 8192 * 32768 / (512.0 * 8192 + 8192.0 * 32768 + 512.0 * 32768), kExact},
+      {"roofline.md, Matrix multiplication", "v5e critical intensity (book: 8.2e11 B/s; profile 8.1e11)",
+       dot.critical_intensity, 240, 0.02},
+      {"roofline.md, Q1 int8 matmul", "int8 critical intensity 3.94e14 / 8.1e11",
+       einsum_roofline("bd,df->bf", {{'b', 256}, {'d', 65536}, {'f', 65536}}, {int8}, v5e).critical_intensity, 486,
+       kExact},
+      {"roofline.md, Q1 int8 matmul", "int8 intensity ~ 2B (B = 256 << D, F)",
+       intensity("bd,df->bf", {{'b', 256}, {'d', 65536}, {'f', 65536}}, {int8}), 2 * 256, 0.01},
+      {"roofline.md, Q2 int8 + bf16 matmul", "bf16 x int8 -> bf16 intensity ~ 2B (so B > 120)",
+       intensity("bd,df->bf", {{'b', 128}, {'d', 65536}, {'f', 65536}}, {bf16, int8, bf16}), 2 * 128, 0.01},
+      {"roofline.md, Q4 per-example weights", "int8[B,D] x int8[B,D,F] -> int8[B,F] intensity ~ 2",
+       intensity("bd,bdf->bf", {{'b', 512}, {'d', 8192}, {'f', 8192}}, {int8}), 2, kExact},
+      {"roofline.md, Problem 5", "H100 critical batch (book 1e15 / 3.35e12 = 298)",
+       critical_intensity(hardware("h100"), bf16), 298, 0.01},
+      // tpus.md works from rounded 1.3e8 B and 2e4 B and gets 271; the exact products give 263.
+      {"tpus.md, Worked Problems Q4", "int8[B,4096] x int8[4096,16384] on v5e turns compute-bound at B",
+       matmul_critical_batch(q4, v5e), 271, 0.04},
+      {"tpus.md, Worked Problems Q4", "... from VMEM (22x HBM bandwidth)", matmul_critical_batch(q4, v5e_vmem), 11,
+       0.02},
+      {"tpus.md, Worked Problems Q3", "v6e matmul over PCIe (1.5e10 B/s): critical intensity, B > 61,000",
+       critical_intensity(v6e_over_pcie, bf16), 61000, 0.01},
+      {"inference.md, attention arithmetic intensity", "MHA prefill intensity T / 2",
+       attention_roofline(mha, v5e).roofline.intensity, 8192 / 2, kExact},
+      {"inference.md, attention arithmetic intensity", "MHA decode intensity S T / (S + T) ~ 1",
+       attention_roofline(decode, v5e).roofline.intensity, 1, kExact},
+      // transformers.md Q4 says prefill attention is compute-bound "at S=240", the G -> oo
+      // limit of T G / (G + 1); for MHA (G = 1) it is 2 x critical, inference.md's "> 480".
+      {"inference.md, attention arithmetic intensity", "MHA prefill compute-bound above T (~480)",
+       attention_roofline(mha, v5e).compute_bound_context, 480, 0.02},
+      {"transformers.md, Q4", "GQA prefill intensity T G / (G + 1), G = 8",
+       attention_roofline(gqa, v5e).roofline.intensity, 8192 * 8 / 9.0, kExact},
+      {"transformers.md, Q4", "GQA decode intensity -> G", attention_roofline(gqa, v5e).decode_intensity_limit, 8,
+       kExact},
+  });
+  // Elementwise x + y over bf16: 1 FLOP per 6 bytes, far below any chip's critical intensity.
+  const Roofline add = elementwise_roofline(n, 2, 1, bf16, v5e);
+  CHECK(add.flops == n);
+  CHECK(add.bytes == 6 * n);
+  CHECK_FALSE(add.compute_bound);
+  CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11));
+  // An einsum that is a matmul prices exactly as the matmul calculator.
+  const Roofline mm = einsum_roofline("bd,df->bf", {{'b', 4096}, {'d', 8192}, {'f', 32768}}, {bf16}, v5e);
+  const Roofline direct = matmul_roofline({.b = 4096, .d = 8192, .f = 32768}, v5e);
+  CHECK(mm.flops == direct.flops);
+  CHECK(mm.bytes == direct.bytes);
+  CHECK(mm.compute_bound == direct.compute_bound);
+  // No contraction: one op per point (an outer product).
+  CHECK(einsum_roofline("b,f->bf", {{'b', 8}, {'f', 4}}, {bf16}, v5e).flops == 32);
+  CHECK(parse_einsum("bd,df->bf").contracted() == "d");
+  CHECK_THROWS_WITH_AS(parse_einsum("bd,df"), doctest::Contains("has no '->'"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(parse_einsum("bd,df->bz"), doctest::Contains("output dim z is in no input"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(einsum_roofline("bd,df->bf", {{'b', 8}, {'d', 8}}, {bf16}, v5e),
+                       doctest::Contains("dim f has no positive size"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(attention_roofline({.q_len = 8, .kv_len = 8, .heads = 6, .kv_heads = 4, .head_dim = 8}, v5e),
+                       doctest::Contains("do not divide"), shardlab::UserError);
+}
+
+TEST_CASE("point-to-point transfers and the message size where a collective turns latency-bound (chapters 2-3)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const HardwareProfile& v4p = hardware("tpu-v4p");
+  // tpus.md Q5: bf16[8, 128, 8192] from TPU{0,0} to TPU{3,3} of a v5e 4x4 (no wraparound).
+  const double array = 2.0 * 8 * 128 * 8192;
+  const TransferCost corner = transfer_cost(array, {4, 4}, {0, 0}, {3, 3}, v5e);
+  const auto threshold = [](const CollectiveCost& c, double bytes) {
+    return latency_bound_bytes(c.latency_seconds, c.bandwidth_seconds, bytes);
+  };
+  const CollectiveCost pod_axis = collective_cost(CollectiveOp::kAllGather, 64e6, {16}, v5e);
+  const CollectiveCost small_y = collective_cost(CollectiveOp::kAllGather, 2.0 * 256 * 256, {4}, v5e);
+  const CollectiveCost tiny_x = collective_cost(CollectiveOp::kAllGather, 256, {4}, v4p);
+  check({
+      {"tpus.md, Worked Problems Q5", "hops from (0,0) to (3,3) on a 4x4 without wraparound",
+       static_cast<double>(corner.hops), 6, 1e-12},
+      {"tpus.md, Worked Problems Q5", "links used at once (half right, half down)", static_cast<double>(corner.links),
+       2, 1e-12},
+      {"tpus.md, Worked Problems Q5", "first byte after 6 hops x 1 us", corner.first_byte_seconds, 6e-6, kExact},
+      // The book rounds the array to 1.7e7 B (188 us); 16.8 MB / 9e10 B/s is 186 us.
+      {"tpus.md, Worked Problems Q5", "whole transfer, 188 + 6 us", corner.seconds, 194e-6, kBook},
+      {"sharding.md, A note on ICI latency", "v5e shards below W t = 45 kB are latency-bound (16-chip axis)",
+       threshold(pod_axis, 64e6) / 16, 45e3, kExact},
+      {"sharding.md, Pop Quiz 2 (E = F = 256)", "AllGather_Y over 4 v5e: 3 hops x 1 us", small_y.seconds, 3e-6,
+       kExact},
+      {"sharding.md, Q3 latency-bound AllGather", "AllGather_X of 256 B over 4 v4p: 2 hops, ~2 us", tiny_x.seconds,
+       2e-6, kExact},
+  });
+  CHECK(small_y.latency_bound);                          // 131 kB < 4 x 45 kB (no wraparound: 3 hops of V/4)
+  CHECK(threshold(small_y, 2.0 * 256 * 256) == doctest::Approx(4 * 45e3));
+  CHECK(tiny_x.latency_bound);
+  CHECK_FALSE(pod_axis.latency_bound);
+  // Latency-bound exactly below the threshold: priced there, both terms are equal.
+  const CollectiveCost at = collective_cost(CollectiveOp::kAllReduce, threshold(pod_axis, 64e6), {16}, v5e);
+  CHECK(at.latency_seconds == doctest::Approx(at.bandwidth_seconds));
+  // With wraparound the route goes the short way; coordinates are checked.
+  CHECK(torus_transfer(1e6, {{16, true}}, {0}, {15}, v5e.ici).hops == 1);
+  CHECK(torus_transfer(1e6, {{16, false}}, {0}, {15}, v5e.ici).hops == 15);
+  CHECK(transfer_cost(1e6, {4, 4}, {1, 1}, {1, 1}, v5e).seconds == 0);
+  CHECK_THROWS_WITH_AS(transfer_cost(1e6, {4, 4}, {0, 0}, {4, 0}, v5e), doctest::Contains("--to coordinate 4 is outside"),
+                       shardlab::UserError);
+  // GPUs: one NVLink hop inside a node, the NIC between nodes.
+  const HardwareProfile& h100 = hardware("h100");
+  const TransferCost nvlink = transfer_cost(1e9, {16}, {0}, {7}, h100);
+  const TransferCost ib = transfer_cost(1e9, {16}, {0}, {8}, h100);
+  CHECK(nvlink.path == "nvlink");
+  CHECK(nvlink.bandwidth_seconds == doctest::Approx(1e9 / 450e9));
+  CHECK(ib.path == "infiniband");
+  CHECK(ib.bandwidth_seconds == doctest::Approx(1e9 / 50e9));
+  CHECK(latency_bound_bytes(0, 1, 1e6) == 0);
+}
