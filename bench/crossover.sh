@@ -39,12 +39,8 @@ overlap_runs=${OVERLAP_RUNS:-1}
 title=${TITLE:-Data parallelism}
 out=${OUT:-runs/crossover}
 ranks=2 seq=256
-mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-source bench/metrics.sh  # median FILE FIELD
+source bench/metrics.sh  # median FILE FIELD, bench_setup DIR
+bench_setup "$out"
 
 run() {  # name per-rank-sequences overlap
   # shellcheck disable=SC2086  # MODEL_ARGS is a list of flags

@@ -22,11 +22,8 @@ batch=${BATCH:-8}
 scale=${LINK_SCALE:-300}
 min_ms=${MIN_MS:-5}
 out=${OUT:-runs/prediction}
-mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-source bench/metrics.sh  # median FILE FIELD
+source bench/metrics.sh  # median FILE FIELD, bench_setup DIR
+bench_setup "$out"
 
 moe="--experts 4 --top-k 2 --moe-every 1"
 # name|ranks|flags: each strategy alone, then combined (every layout on 2 ranks but the

@@ -30,11 +30,8 @@ profile=${LINK_PROFILE:-tpu-v5e}
 scale=${LINK_SCALE:-1300}
 out=${OUT:-runs/experiments}
 seq=256
-mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-source bench/metrics.sh  # median FILE FIELD
+source bench/metrics.sh  # median FILE FIELD, bench_setup DIR
+bench_setup "$out"
 
 # The layouts X x Y = RANKS, FSDP outermost (mesh data=X --zero 3, tensor=Y).
 layouts=""

@@ -30,11 +30,8 @@ profile=${LINK_PROFILE:-tpu-v5e}
 scale=${LINK_SCALE:-1300}
 out=${OUT:-runs/experiments}
 ranks=2 seq=256
-mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-source bench/metrics.sh  # median FILE FIELD
+source bench/metrics.sh  # median FILE FIELD, bench_setup DIR
+bench_setup "$out"
 
 tokens=$((batch * seq))
 echo "gpt-bench (D=256, L=4) with tensor=$ranks on $ranks ranks, $tokens tokens per step, links: $profile slowed ${scale}x (delay mode), $steps steps per point, medians"
