@@ -1,6 +1,7 @@
 #include "examples/support/run_report.h"
 
 #include "examples/support/compute_prediction.h"
+#include "examples/support/memory_estimate.h"
 
 #include <omp.h>
 
@@ -334,6 +335,20 @@ void RunReport::print_prediction_error() const {
 void RunReport::finish() {
   if (!leader()) return;
   print_memory("peak over the run");
+  // The cost model's estimate beside the tracker's peaks (each category's own peak, summed).
+  const MemoryEstimate e = estimate_rank_memory(run_, parallel::Layout::from_spec(run_.mesh));
+  double measured = 0;
+  for (MemoryCategory c : {MemoryCategory::Parameters, MemoryCategory::Gradients, MemoryCategory::Optimizer,
+                           MemoryCategory::Activations, MemoryCategory::Communication}) {
+    measured += static_cast<double>(MemoryTracker::peak(c));
+  }
+  std::printf("memory per rank predicted: parameters %s | gradients %s | optimizer %s | activations %s "
+              "(one microbatch's saved activations, a lower bound) | total %s against %s measured, error %+.1f%%\n",
+              format_bytes(static_cast<int64_t>(e.params)).c_str(), format_bytes(static_cast<int64_t>(e.grads)).c_str(),
+              format_bytes(static_cast<int64_t>(e.optimizer)).c_str(),
+              format_bytes(static_cast<int64_t>(e.activations)).c_str(),
+              format_bytes(static_cast<int64_t>(e.total())).c_str(), format_bytes(static_cast<int64_t>(measured)).c_str(),
+              e.total() > 0 ? 100.0 * (measured / e.total() - 1.0) : 0.0);
   if (mesh_.size() > 1) std::printf("communication of rank 0:\n%s", mesh_.context().trace.format_summary().c_str());
   print_prediction_error();
   std::fflush(stdout);
