@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 
 #include "framework/error.h"
 
@@ -96,10 +97,10 @@ CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const Har
     return finish(passes * (n_total - 1) / n_total * bytes / w, static_cast<int>(passes) * (gpus - 1),
                   hw.ici.latency, "nvlink");
   }
-  if (gpus % hw.node_size != 0)
-    throw UserError(std::to_string(gpus) + " GPUs do not fill whole nodes of " + std::to_string(hw.node_size) +
-                    " on " + hw.name + "; use a multiple of " + std::to_string(hw.node_size));
-  const double n = hw.node_size, m = n_total / n;
+  // A group that does not fill whole nodes (12 GPUs on nodes of 8) has gcd(gpus, node)
+  // GPUs in each node it spans -- the rest of each node runs other groups -- so its
+  // hierarchical collective is n-way on NVLink and m-way across nodes with n x m = gpus.
+  const double n = std::gcd(gpus, hw.node_size), m = n_total / n;
   if (op == CollectiveOp::kAllToAll) {
     const double over_nic = (n_total - n) * bytes / (n_total * n_total * hw.dcn.bandwidth);
     const double over_nvlink = (n - 1) * bytes / (n_total * n_total * w);
@@ -109,7 +110,7 @@ CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const Har
   const double across = (m - 1) / m * (bytes / n) / hw.dcn.bandwidth;
   const double within = (n - 1) / n * bytes / w;
   CollectiveCost c = finish(passes * (across + within), 0, 0, "nvlink+infiniband (hierarchical)");
-  c.hops = static_cast<int>(passes) * (hw.node_size - 1 + static_cast<int>(m) - 1);
+  c.hops = static_cast<int>(passes) * (static_cast<int>(n) - 1 + static_cast<int>(m) - 1);
   c.latency_seconds = passes * ((n - 1) * hw.ici.latency + (m - 1) * hw.dcn.latency);
   c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
   c.latency_bound = c.latency_seconds > c.bandwidth_seconds;

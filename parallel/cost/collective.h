@@ -59,7 +59,8 @@ struct RingAxis {
 // The torus model above on explicit axes and one kind of link.
 CollectiveCost torus_collective(CollectiveOp op, double bytes, const std::vector<RingAxis>& axes,
                                 LinkSpec link, bool bidirectional = true);
-// GPUs: within an NVSwitch node, or hierarchical across nodes when gpus > hw.node_size.
+// GPUs: within an NVSwitch node, or hierarchical across nodes when gpus > hw.node_size
+// (n = gcd(gpus, node_size) GPUs per node on NVLink, gpus / n nodes over the NICs).
 CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const HardwareProfile& hw);
 // Dispatch on hw.interconnect. Torus: one RingAxis per entry of axis_sizes, wraparound as
 // hw.axis_wraps(size), links hw.ici. Switched: the group is the product of axis_sizes.
