@@ -106,9 +106,9 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   // busy 3m of them (forward 1, backward 2).
   const parallel::PipelineSchedule& schedule = pipeline->schedule();
   const double unit = busy / (3.0 * schedule.microbatches);
-  const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert) / schedule.microbatches;
-  const int64_t split = run.sequence_parallel ? layout.tensor : 1;
-  const int64_t bytes = rows * run.sequence_length() * run.model.d_model / split * static_cast<int64_t>(sizeof(float));
+  const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert);  // one data rank's
+  const int64_t bytes =
+      numel_of(pipeline->message_shape(rows, run.sequence_length())) * static_cast<int64_t>(sizeof(float));
   const double message = mesh.context().links.hop_seconds(mesh.axis_info("pipe").index, bytes);
   return parallel::check(schedule, message / unit).makespan * unit;
 }

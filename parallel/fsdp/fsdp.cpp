@@ -225,14 +225,14 @@ void FullyShardedDataParallel::launch_reduce(Unit& u) {
 
 void FullyShardedDataParallel::finish_gradients() {
   const float mean = 1.0f / static_cast<float>(axes_.all->size());
-  // Without overlap every reduction starts now, in the order backward would have started them.
-  if (!overlap_) {
-    for (size_t i = units_.size() - 1; i >= 1; --i) launch_reduce(*units_[i]);
-    launch_reduce(*units_[0]);
+  // Reductions backward did not start (all of them without overlap; a unit whose
+  // parameters got no gradient) start now, in the order backward would have started them.
+  for (size_t i = units_.size(); i-- > 1;) {
+    if (!units_[i]->launched) launch_reduce(*units_[i]);
   }
+  if (!units_[0]->launched) launch_reduce(*units_[0]);
   for (size_t i = 0; i < units_.size(); ++i) {
     Unit& u = *units_[i];
-    if (!u.launched) launch_reduce(u);  // a parameter got no gradient
     blocking([&] { u.reducing.wait(); });
     u.grad_flat = Tensor();
     // A shard's copies: other shard groups (hybrid), and for dense parameters under expert

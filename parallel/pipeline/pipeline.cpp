@@ -197,7 +197,7 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
   const auto start = std::chrono::steady_clock::now();
   double compute = 0.0;  // seconds in this rank's compute actions
   // One microbatch's activation, or this rank's sequences of it under sequence parallelism.
-  const Shape activation{batch.rows / m / config_.sequence_split, batch.seq_len, model_.config.d_model};
+  const Shape activation = message_shape(batch.rows, batch.seq_len);
   for (const Action& a : schedule_.actions[pipe_.rank()]) {
     // A sent activation or gradient is freed as soon as its send completes.
     std::erase_if(sends, [](auto& send) { return send.second.test(); });
@@ -273,6 +273,10 @@ void PipelineParallel::sync_tied_embedding() {
   std::span<float> g = grad.span();
   const std::span<const float> o = other.span();
   for (size_t i = 0; i < g.size(); ++i) g[i] += o[i];
+}
+
+Shape PipelineParallel::message_shape(int64_t rows, int64_t seq_len) const {
+  return {rows / config_.microbatches / config_.sequence_split, seq_len, model_.config.d_model};
 }
 
 std::string PipelineParallel::describe() const {

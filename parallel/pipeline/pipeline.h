@@ -71,6 +71,10 @@ class PipelineParallel {
   const ScheduleCheck& prediction() const { return prediction_; }
 
   const PipelineSchedule& schedule() const { return schedule_; }
+  // What a stage sends the next (an activation, or back its gradient) for one microbatch
+  // of a data rank's `rows` sequences of `seq_len` tokens: under sequence parallelism,
+  // this rank's sequences of it.
+  Shape message_shape(int64_t rows, int64_t seq_len) const;
   const std::vector<int64_t>& boundaries() const { return first_block_; }
   std::shared_ptr<const ModelShards> shards() const { return shards_; }
   std::string describe() const;
