@@ -86,6 +86,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (precision == "fp32") c.precision = fp32_training();
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
   c.efficiency = efficiency_from(a);
+  c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
   const int chips = a["chips"].as<int>();
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);

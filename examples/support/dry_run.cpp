@@ -1,6 +1,7 @@
 #include "examples/support/dry_run.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <string>
 
@@ -32,25 +33,30 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
   std::printf("dry run: %s | %.2fM parameters | mesh %s | ZeRO-%d | %lld x %lld tokens per step, %d microbatches\n",
               run.model.describe().c_str(), model.num_parameters() / 1e6, mesh.describe().c_str(), run.zero,
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()), run.grad_accum);
-  const MemoryEstimate memory = estimate_rank_memory(run, parallel::Layout::from_spec(run.mesh));
-  std::printf("memory per rank at least %.2f MiB: parameters %.2f, gradients %.2f, AdamW state %.2f, activations of "
-              "one microbatch %.2f (the cost model's fp32 count)\n",
+  const parallel::PipelineConfig pp = run.parallel().pipeline;
+  const bool pipelined = mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1;
+  std::optional<parallel::PipelineSchedule> schedule;
+  std::optional<parallel::ScheduleCheck> check;
+  if (pipelined) {
+    schedule = parallel::make_pipeline_schedule(pp.schedule, mesh.axis_size("pipe"), pp.virtual_stages, pp.microbatches);
+    check = parallel::check(*schedule);
+  }
+  const MemoryEstimate memory = estimate_rank_memory(run, parallel::Layout::from_spec(run.mesh), 0,
+                                                     pipelined ? check->peak_in_flight[0] : 0);
+  std::printf("memory of rank 0 at its peak %.2f MiB: parameters %.2f, gradients %.2f, AdamW state %.2f, activations "
+              "%.2f (what shardlab's autograd keeps, cost/activations.h), gathered parameters %.2f\n",
               memory.total() / (1 << 20), memory.params / (1 << 20), memory.grads / (1 << 20),
-              memory.optimizer / (1 << 20), memory.activations / (1 << 20));
+              memory.optimizer / (1 << 20), memory.activations / (1 << 20), memory.buffers / (1 << 20));
   std::printf("the collectives of one step on rank 0; all %d ranks plan the same on every group they share\n",
               mesh.size());
   std::printf("%s", parallel::format_plan(mesh, plan).c_str());
-  if (mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1) {
-    const parallel::PipelineConfig pp = run.parallel().pipeline;
-    const parallel::PipelineSchedule schedule =
-        parallel::make_pipeline_schedule(pp.schedule, mesh.axis_size("pipe"), pp.virtual_stages, pp.microbatches);
-    const parallel::ScheduleCheck check = parallel::check(schedule);
+  if (pipelined) {
     std::printf("pipeline %s over pipe=%d, %d microbatches: every send meets its receive, no deadlock; bubble %.1f%% "
                 "(the book's closed form %.1f%%), at most %d microbatches in flight on a rank\n",
-                parallel::to_string(pp.schedule).c_str(), schedule.ranks, schedule.microbatches, 100 * check.bubble,
-                100 * parallel::predicted_bubble(pp.schedule, schedule.ranks, pp.virtual_stages, pp.microbatches),
-                *std::max_element(check.peak_in_flight.begin(), check.peak_in_flight.end()));
-    std::printf("%s", parallel::render_timeline(schedule, check).c_str());
+                parallel::to_string(pp.schedule).c_str(), schedule->ranks, schedule->microbatches, 100 * check->bubble,
+                100 * parallel::predicted_bubble(pp.schedule, schedule->ranks, pp.virtual_stages, pp.microbatches),
+                *std::max_element(check->peak_in_flight.begin(), check->peak_in_flight.end()));
+    std::printf("%s", parallel::render_timeline(*schedule, *check).c_str());
   }
   const double comm = parallel::planned_seconds(mesh, plan);
   std::printf("predict %.3f ms of communication per step if none of it overlapped (%s links x%g), %.1f GFLOP of "

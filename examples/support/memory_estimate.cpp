@@ -1,10 +1,12 @@
 #include "examples/support/memory_estimate.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "parallel/cost/activations.h"
 #include "parallel/cost/transformer.h"
 
 namespace shardlab::cli {
@@ -18,19 +20,41 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout) {
-  const cost::TransformerShape shape = cost::shape_of(run.model);
+MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage,
+                                    double in_flight) {
+  cost::TransformerShape shape = cost::shape_of(run.model);
+  shape.context = run.sequence_length();
   const double model_split = static_cast<double>(layout.tensor) * layout.pipe;
   const double data = layout.data_ranks();
   const double tokens = static_cast<double>(run.batch) / data / run.grad_accum * static_cast<double>(run.sequence_length());
-  const cost::TrainingMemory whole = cost::training_memory(shape, tokens, run.model.remat, cost::fp32_training());
+  // This rank's parameters: the dense ones cut by tensor and pipe, the experts by expert too.
+  const cost::ParamCounts counts = cost::count_params(shape);
+  const double local = (counts.total - counts.experts) / model_split + counts.experts / (model_split * layout.expert);
+  // ZeRO shards over the fsdp axis where there is one (hybrid: replicas across data), else
+  // over every data rank. Accumulating microbatches keeps the whole gradient until the last.
+  const double shards = layout.fsdp > 1 ? layout.fsdp : data;
   MemoryEstimate m;
-  m.params = whole.params / model_split / (run.zero >= 3 ? data : 1);
-  m.grads = whole.grads / model_split / (run.zero >= 2 ? data : 1);
-  m.optimizer = whole.optimizer / model_split / (run.zero >= 1 ? data : 1);
-  // Saved activations of this rank's layers, and the logits with their gradient.
-  const double logits = 2.0 * tokens * static_cast<double>(run.model.vocab) * 4 / layout.tensor;
-  m.activations = whole.activations / model_split + logits;
+  m.params = sizeof(float) * local / (run.zero >= 3 ? shards : 1);
+  m.grads = sizeof(float) * local / (run.zero >= 2 && run.grad_accum == 1 ? shards : 1);
+  m.optimizer = 2 * sizeof(float) * local / (run.zero >= 1 ? shards : 1);
+  // ZeRO-3 gathers a block's parameters whole, the next one prefetched: two at a time.
+  if (run.zero >= 3 && shards > 1) m.buffers = 2 * sizeof(float) * local / std::max<int64_t>(1, run.model.n_layers);
+  m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
+  const double layers = static_cast<double>(run.model.n_layers) / layout.pipe;
+  const int microbatches = std::max(1, run.grad_accum);
+  m.activations = cost::shardlab_activation_bytes(
+      shape, {.tokens = tokens,
+              .sequence = run.sequence_length(),
+              .remat = run.model.remat,
+              .tensor = layout.tensor,
+              .sequence_parallel = run.sequence_parallel || run.tp_overlap,
+              .expert = layout.expert,
+              .layers = layers,
+              .moe_layers = static_cast<double>(run.model.moe_layers()) / layout.pipe,
+              .embedding = stage == 0,
+              .head = stage == layout.pipe - 1,
+              .in_flight = in_flight > 0 ? in_flight : std::min(microbatches, layout.pipe - stage),
+              .capacity_factor = run.model.capacity_factor});
   return m;
 }
 
@@ -40,7 +64,7 @@ void check_fits_in_memory(const RunConfig& run, const parallel::Layout& layout) 
   if (m.total() <= available) return;
   const bool activations = m.activations >= m.params + m.grads + m.optimizer;
   throw UserError("this run needs at least " + gib(m.total()) + " per rank (parameters, gradients and AdamW state " +
-                  gib(m.params + m.grads + m.optimizer) + ", activations of one microbatch " + gib(m.activations) +
+                  gib(m.params + m.grads + m.optimizer) + ", activations " + gib(m.activations) +
                   ") but this machine has " + gib(available) + "; " +
                   (activations ? "lower --batch, --seq-len, --layers or --vocab, or raise --grad-accum or --remat"
                                : "shrink the model (--d-model, --layers, --d-ff, --vocab) or shard it (--zero 3, "

@@ -1,7 +1,8 @@
-// A lower bound on the memory one rank of a training run needs, checked before anything
-// is allocated: sizes that cannot fit are refused with the bytes, the machine's memory and
+// The memory one rank of a training run needs, checked before anything is allocated: sizes that cannot fit are refused with the bytes, the machine's memory and
 // the flags to change, instead of failing in std::bad_alloc midway.
 #pragma once
+
+#include <algorithm>
 
 #include "examples/support/run_config.h"
 #include "parallel/layout.h"
@@ -10,13 +11,22 @@ namespace shardlab::cli {
 
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0;  // this rank's share, bytes
-  double activations = 0;                       // one microbatch's saved activations and logits
-  double total() const { return params + grads + optimizer + activations; }
+  double activations = 0;                       // peak: every microbatch in flight (cost/activations.h)
+  double buffers = 0;                           // ZeRO-3's gathered parameters
+  bool grads_held = false;  // gradients of earlier microbatches are alive at the activations' peak
+  // The peak of live bytes: activations peak at the start of backward, when gradients exist
+  // only from earlier microbatches; the whole gradient exists once they are freed.
+  double total() const {
+    return params + optimizer + buffers + std::max(activations + (grads_held ? grads : 0.0), grads);
+  }
 };
 
-// The cost model's fp32 training memory (cost/transformer.h) divided as `layout` and
-// --zero shard it; a lower bound (attention scores, temporaries and buffers come on top).
-MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout);
+// Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,
+// and the activations shardlab's autograd keeps on pipeline stage `stage`
+// (cost/activations.h) with `in_flight` microbatches alive at once (0: the 1F1B bound,
+// min(microbatches, pipe - stage)). Communication buffers are not counted.
+MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage = 0,
+                                    double in_flight = 0);
 
 // UserError, naming the estimate, this machine's memory and what to change, when the
 // estimate exceeds the machine's physical memory. The same on every rank.

@@ -223,6 +223,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("mfu", mfu);
   if (predicted_step_ > 0) metrics.add("step_predicted_s", predicted_step_);
   if (step == 1) {  // the first step has allocated everything a step needs
+    step_peak_bytes_ = static_cast<double>(MemoryTracker::peak_total());  // before any evaluation
     if (leader()) print_memory("peak during step 1");
     if (pipeline_) print_stage_activations();
   }
@@ -335,19 +336,19 @@ void RunReport::print_prediction_error() const {
 void RunReport::finish() {
   if (!leader()) return;
   print_memory("peak over the run");
-  // The cost model's estimate beside the tracker's peaks (each category's own peak, summed).
-  const MemoryEstimate e = estimate_rank_memory(run_, parallel::Layout::from_spec(run_.mesh));
-  double measured = 0;
-  for (MemoryCategory c : {MemoryCategory::Parameters, MemoryCategory::Gradients, MemoryCategory::Optimizer,
-                           MemoryCategory::Activations, MemoryCategory::Communication}) {
-    measured += static_cast<double>(MemoryTracker::peak(c));
-  }
+  // The estimate for rank 0 (the first pipeline stage, with the schedule's microbatches in
+  // flight) beside the tracker's peak of live bytes during the first training step
+  // (evaluation batches, which may be larger, come later).
+  const double in_flight = pipeline_ ? pipeline_->prediction().peak_in_flight[0] : 0;
+  const MemoryEstimate e = estimate_rank_memory(run_, parallel::Layout::from_spec(run_.mesh), 0, in_flight);
+  const double measured = step_peak_bytes_ > 0 ? step_peak_bytes_ : static_cast<double>(MemoryTracker::peak_total());
   std::printf("memory per rank predicted: parameters %s | gradients %s | optimizer %s | activations %s "
-              "(one microbatch's saved activations, a lower bound) | total %s against %s measured, error %+.1f%%\n",
+              "| total %s against a peak of %s measured in step 1 (%s in communication buffers), error %+.1f%%\n",
               format_bytes(static_cast<int64_t>(e.params)).c_str(), format_bytes(static_cast<int64_t>(e.grads)).c_str(),
               format_bytes(static_cast<int64_t>(e.optimizer)).c_str(),
               format_bytes(static_cast<int64_t>(e.activations)).c_str(),
               format_bytes(static_cast<int64_t>(e.total())).c_str(), format_bytes(static_cast<int64_t>(measured)).c_str(),
+              format_bytes(MemoryTracker::peak(MemoryCategory::Communication)).c_str(),
               e.total() > 0 ? 100.0 * (measured / e.total() - 1.0) : 0.0);
   if (mesh_.size() > 1) std::printf("communication of rank 0:\n%s", mesh_.context().trace.format_summary().c_str());
   print_prediction_error();

@@ -68,6 +68,7 @@ class RunReport {
   const parallel::PipelineParallel* pipeline_;
   std::string data_axes_;
   double peak_flops_ = 0;          // sum over ranks
+  double step_peak_bytes_ = 0;     // live bytes at their peak during step 1 (the memory tracker's)
   double flops_per_token_ = 0;
   double tokens_per_step_ = 0;
   double predicted_step_ = 0;      // seconds, 0 when the local profile is not calibrated

@@ -15,7 +15,7 @@ namespace {
 // Causal attention is computed in blocks of query rows: block [r0, r1) only needs keys
 // [0, r1), so the scores above the diagonal block are never computed (about 40% of the
 // QK^T and PV work at T = 256).
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = kAttentionRowBlock;
 
 // Geometry of the fused buffers. Query head n = k * G + g: for a fixed group index g
 // the K heads are evenly strided, so one batched matmul covers [B, K] at once.

@@ -12,6 +12,10 @@
 
 namespace shardlab::ops {
 
+// Query rows per block of the causal kernel: a block of rows [r0, r1) computes and keeps
+// probabilities for keys [0, r1) only.
+constexpr int64_t kAttentionRowBlock = 64;
+
 Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads);
 
 // Softmax over the last dim (a standalone op, used by tests and samplers).

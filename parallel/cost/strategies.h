@@ -61,6 +61,9 @@ struct TrainConfig {
   nn::Remat remat = nn::Remat::None;
   TrainingPrecision precision;
   double efficiency = 1.0;  // achieved fraction of peak FLOP/s (MFU) for compute time
+  // Count activations as shardlab's own autograd keeps them (activations.h: every
+  // intermediate, attention probabilities, logits) instead of the book's fused-kernel count.
+  bool shardlab_activations = false;
 };
 
 // One collective (or send/recv) the layout runs each step, with its total time.
