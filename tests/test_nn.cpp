@@ -9,6 +9,7 @@
 #include "framework/memory.h"
 #include "framework/nn/transformer.h"
 #include "framework/ops.h"
+#include "parallel/cost/activations.h"
 
 using namespace shardlab;
 using namespace shardlab::nn;
@@ -101,6 +102,34 @@ TEST_CASE("remat policies give bit-identical gradients and save activation memor
   CHECK(save < none * 0.9);
   CHECK(save > mlp);
   CHECK(mlp > full);
+}
+
+TEST_CASE("cost/activations.h counts the activations a forward and backward keep") {
+  // The planner's and train_gpt's memory estimates rest on this count: every intermediate
+  // a block computes, the attention probabilities, the head's tensors, remat's kept ones.
+  for (std::string preset : {"gpt-small", "llama-small"}) {
+    for (Remat r : {Remat::None, Remat::Full, Remat::SaveMatmulOutputs, Remat::SaveMlpMatmulOutputs}) {
+      CAPTURE(preset);
+      CAPTURE(remat_name(r));
+      ModelConfig c = ModelConfig::preset(preset);
+      c.n_layers = 3;
+      c.remat = r;
+      Transformer model(c);
+      initialize(model, 1);
+      const int64_t B = 2, T = 96;  // not a multiple of the attention's row block
+      auto ids = tokens(B * T, c.vocab, 1);
+      MemoryTracker::reset_peaks();
+      const int64_t base = MemoryTracker::live(MemoryCategory::Activations);
+      model.loss(ids, ids, B, T).backward();
+      const double measured = static_cast<double>(MemoryTracker::peak(MemoryCategory::Activations) - base);
+      cost::TransformerShape shape = cost::shape_of(c);
+      const double counted = cost::shardlab_activation_bytes(
+                                 shape, {.tokens = B * T, .sequence = T, .remat = r, .layers = 3.0}).peak();
+      MESSAGE(preset << " remat " << remat_name(r) << ": measured " << measured << " B, counted " << counted << " B");
+      CHECK(counted == doctest::Approx(measured).epsilon(0.05));
+    }
+  }
+  CHECK(cost::attention_probability_elements(256) == 160.0);  // row blocks of 64: (64 + 128 + 192 + 256) / 4
 }
 
 TEST_CASE("save-matmul remat runs no weight matmul twice, save-mlp-matmul only the MLP's up-projections once") {

@@ -31,18 +31,18 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   const cost::ParamCounts counts = cost::count_params(shape);
   const double local = (counts.total - counts.experts) / model_split + counts.experts / (model_split * layout.expert);
   // ZeRO shards over the fsdp axis where there is one (hybrid: replicas across data), else
-  // over every data rank. Accumulating microbatches keeps the whole gradient until the last.
-  const double shards = layout.fsdp > 1 ? layout.fsdp : data;
+  // over the data axis. Accumulating microbatches keeps the whole gradient until the last.
+  const double shards = layout.fsdp > 1 ? layout.fsdp : layout.data;
   MemoryEstimate m;
   m.params = sizeof(float) * local / (run.zero >= 3 ? shards : 1);
   m.grads = sizeof(float) * local / (run.zero >= 2 && run.grad_accum == 1 ? shards : 1);
   m.optimizer = 2 * sizeof(float) * local / (run.zero >= 1 ? shards : 1);
   // ZeRO-3 gathers a block's parameters whole, the next one prefetched: two at a time.
-  if (run.zero >= 3 && shards > 1) m.buffers = 2 * sizeof(float) * local / std::max<int64_t>(1, run.model.n_layers);
+  if (run.zero >= 3) m.buffers = 2 * sizeof(float) * local / std::max<int64_t>(1, run.model.n_layers);
   m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
   const double layers = static_cast<double>(run.model.n_layers) / layout.pipe;
   const int microbatches = std::max(1, run.grad_accum);
-  m.activations = cost::shardlab_activation_bytes(
+  m.activation_parts = cost::shardlab_activation_bytes(
       shape, {.tokens = tokens,
               .sequence = run.sequence_length(),
               .remat = run.model.remat,
@@ -55,6 +55,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .head = stage == layout.pipe - 1,
               .in_flight = in_flight > 0 ? in_flight : std::min(microbatches, layout.pipe - stage),
               .capacity_factor = run.model.capacity_factor});
+  m.activations = m.activation_parts.peak();
   return m;
 }
 

@@ -2,23 +2,20 @@
 // the flags to change, instead of failing in std::bad_alloc midway.
 #pragma once
 
-#include <algorithm>
-
 #include "examples/support/run_config.h"
+#include "parallel/cost/activations.h"
 #include "parallel/layout.h"
 
 namespace shardlab::cli {
 
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0;  // this rank's share, bytes
-  double activations = 0;                       // peak: every microbatch in flight (cost/activations.h)
+  cost::ActivationBytes activation_parts;       // cost/activations.h
+  double activations = 0;                       // their peak: activation_parts.peak()
   double buffers = 0;                           // ZeRO-3's gathered parameters
-  bool grads_held = false;  // gradients of earlier microbatches are alive at the activations' peak
-  // The peak of live bytes: activations peak at the start of backward, when gradients exist
-  // only from earlier microbatches; the whole gradient exists once they are freed.
-  double total() const {
-    return params + optimizer + buffers + std::max(activations + (grads_held ? grads : 0.0), grads);
-  }
+  bool grads_held = false;  // gradients of earlier microbatches are alive as backward starts
+  // The peak of live bytes (cost::shardlab_peak_bytes).
+  double total() const { return cost::shardlab_peak_bytes(params + optimizer + buffers, grads, grads_held, activation_parts); }
 };
 
 // Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,

@@ -64,7 +64,7 @@ BlockActivations shardlab_block_elements(const TransformerShape& s, const Activa
   return b;
 }
 
-double shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q) {
+ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q) {
   const double d = s.d_model, t = q.tensor;
   const double dense_layers = q.layers - q.moe_layers;
   const BlockActivations dense = shardlab_block_elements(s, q, false);
@@ -72,15 +72,18 @@ double shardlab_activation_bytes(const TransformerShape& s, const ActivationQuer
   const double full_layers = dense_layers * dense.total() + q.moe_layers * moe.total();  // per token
   const BlockActivations& largest = q.moe_layers > 0 ? moe : dense;
   double per_token = 0;   // kept for every microbatch in flight
-  double transient = 0;   // once: a block being recomputed
+  double recompute = 0;   // once: a block being recomputed
   const double block_input = q.tensor > 1 && q.sequence_parallel ? d / t : d;
+  // A recomputed block's own backward holds the MLP hidden activations' gradient and its
+  // input's gradient (2 F) on top of the block it recomputed.
+  const double backward_transient = 2.0 * static_cast<double>(s.d_ff) / t;
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
       break;
     case nn::Remat::Full:
       per_token = q.layers * block_input;
-      transient = largest.total();
+      recompute = largest.total() + backward_transient;
       break;
     case nn::Remat::SaveMatmulOutputs:
     case nn::Remat::SaveMlpMatmulOutputs: {
@@ -91,19 +94,26 @@ double shardlab_activation_bytes(const TransformerShape& s, const ActivationQuer
       const double kept_moe = static_cast<double>(s.experts) + all * (qkv / t + d);
       per_token = dense_layers * (block_input + kept_dense) + q.moe_layers * (block_input + kept_moe);
       // The recompute reuses the kept Linear outputs instead of allocating them again.
-      transient = largest.total() - (q.moe_layers > 0 ? kept_moe : kept_dense);
+      recompute = largest.total() - (q.moe_layers > 0 ? kept_moe : kept_dense) + backward_transient;
       break;
     }
   }
-  // The first stage's token embedding (GPT adds positions to it: one more row); the last
-  // stage's final block output, final norm, logits and softmax (V/t each).
-  // (a vocabulary-parallel embedding adds its partial sum before the reduction).
+  // The first stage's token embedding (GPT adds positions to it: one more row; a
+  // vocabulary-parallel embedding adds its partial sum before the reduction).
   if (q.embedding) per_token += (s.learned_positions > 0 ? d : 0) + (q.tensor > 1 ? d : 0);
+  if (!q.head) per_token += block_input;  // the stage's output, until the next stage's gradient returns
+  // The last stage's head -- final block output, final norm, logits and softmax (V/t each)
+  // -- and, as backward starts, the logits' gradient: gone before the first block is
+  // recomputed.
   const double vocab = static_cast<double>(s.vocab) / t;
-  if (q.head) per_token += 2 * d + 2 * vocab + (s.layer_norm ? 2 : 1);
-  else per_token += block_input;  // the stage's output, until the next stage's gradient returns
-  transient += q.head ? vocab : 0;  // the logits' gradient, at the start of backward
-  return sizeof(float) * q.tokens * (per_token * q.in_flight + transient);
+  const double head = q.head ? 2 * d + 3 * vocab + (s.layer_norm ? 2 : 1) : 0;
+  const double bytes = sizeof(float) * q.tokens;
+  return {.kept = bytes * per_token * q.in_flight, .head = bytes * head, .recompute = bytes * recompute};
+}
+
+double shardlab_peak_bytes(double state, double grads, bool grads_held, const ActivationBytes& a) {
+  const double recomputing = a.recompute > 0 ? a.kept + a.recompute + grads : 0.0;
+  return state + std::max({a.kept + a.head + (grads_held ? grads : 0.0), recomputing, grads});
 }
 
 }  // namespace shardlab::cost

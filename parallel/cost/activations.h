@@ -24,12 +24,13 @@
 // - The head keeps the final norm's output, the logits and cross entropy's softmax (V
 //   each, V/t under tensor parallelism), and its backward adds the logits' gradient.
 // - Rematerialisation keeps each block's input (full) or also its Linear outputs
-//   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed.
+//   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed and
+//   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
 // - A pipeline stage keeps the activations of every microbatch in flight (1F1B: up to
 //   pipe - stage of them); only the first stage embeds and only the last holds the head.
 //
 //   ActivationQuery q{.tokens = 2048, .sequence = 256, .layers = 4};
-//   double bytes = shardlab_activation_bytes(shape_of(config), q);
+//   double bytes = shardlab_activation_bytes(shape_of(config), q).peak();
 #pragma once
 
 #include "framework/nn/config.h"
@@ -61,9 +62,23 @@ struct BlockActivations {
 };
 BlockActivations shardlab_block_elements(const TransformerShape& s, const ActivationQuery& q, bool moe);
 
-// Peak activation bytes (fp32) of one rank: every in-flight microbatch's kept tensors,
-// the embedding and head where this stage has them, and the backward's transient peak.
-double shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q);
+// Activation bytes (fp32) of one rank in the two moments backward can peak at.
+struct ActivationBytes {
+  double kept = 0;       // every in-flight microbatch's kept tensors (and the embedding's)
+  double head = 0;       // as backward starts: the head's tensors and the logits' gradient
+  double recompute = 0;  // under remat: one block recomputed, its tensors alive at once
+  // The larger moment. (Under remat the second one comes later in backward, with most of
+  // the parameter gradients already accumulated: MemoryEstimate adds them there.)
+  double peak() const { return kept + (head > recompute ? head : recompute); }
+};
+ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q);
+
+// The peak of live bytes of one rank whose gradients are freed after each step: the
+// largest of three moments -- backward starting (the head's tensors; gradients only from
+// earlier microbatches, `grads_held`), a block recomputed late in backward (most
+// gradients accumulated), and the whole gradient once the activations are freed.
+// `state`: parameters, optimizer state and gathered buffers, alive throughout.
+double shardlab_peak_bytes(double state, double grads, bool grads_held, const ActivationBytes& a);
 
 // The attention probabilities one token keeps per head: the causal row blocks' widths
 // averaged over a sequence of `sequence` tokens (framework/ops/attention.cpp).

@@ -205,11 +205,13 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.memory.optimizer = c.precision.optimizer_bytes * state_shard;
   const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
-    s.memory.activations = shardlab_activation_bytes(
+    const ActivationBytes a = shardlab_activation_bytes(
         m, {.tokens = mb_tokens_group, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
             .expert = l.expert, .layers = layers_per_stage,
             .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
             .embedding = true, .head = l.pipe == 1, .in_flight = in_flight});
+    s.memory.activations = a.peak();
+    s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
   } else {
     s.memory.activations = activation_bytes(mb_tokens_group * in_flight, 1,
                                             saved_activations_per_token_layer(m, c.remat) / t, c.precision.activations) *

@@ -119,7 +119,10 @@ TrainingPrecision fp32_training();
 
 struct TrainingMemory {
   double params = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return params + grads + optimizer + activations; }
+  // When set, the peak of live bytes of an allocator that frees gradients between steps
+  // (shardlab's, activations.h: shardlab_peak_bytes); otherwise every piece at once.
+  double peak = 0;
+  double total() const { return peak > 0 ? peak : params + grads + optimizer + activations; }
 };
 // The whole (unsharded) model training on `tokens` tokens at once.
 TrainingMemory training_memory(const TransformerShape& s, double tokens, nn::Remat remat,
