@@ -10,6 +10,7 @@
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
+//   shardlab-plan serve --model llama3-70b --hw tpu-v5e --chips 16 --decode-tokens 512 --qps 100
 //   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
@@ -29,6 +30,7 @@
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
 #include "examples/plan_roofline.h"
+#include "examples/plan_serve.h"
 #include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
@@ -257,6 +259,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, model-parallel limits, disaggregation"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
@@ -269,7 +272,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, totals, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, serve, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -323,6 +326,9 @@ int main(int argc, char** argv) {
     } else if (command == "roofline") {
       add_roofline_flags(o);
       run = cmd_roofline;
+    } else if (command == "serve") {
+      add_serve_flags(o);
+      run = cmd_serve;
     } else if (command == "totals") {
       add_totals_flags(o);
       run = cmd_totals;
@@ -332,7 +338,7 @@ int main(int argc, char** argv) {
           ("spec", "per dimension the mesh axes it is split over, e.g. X,Y or XY, (empty: replicated)",
            cxxopts::value<std::string>()->default_value("X,Y"))
           ("mesh", "named mesh axes, e.g. X=4,Y=8", cxxopts::value<std::string>()->default_value("X=4,Y=8"))
-          ("dtype", "element type: fp32, bf16, fp8, int8", cxxopts::value<std::string>()->default_value("bf16"));
+          ("dtype", "element type: fp32, bf16, fp8, int8, int4", cxxopts::value<std::string>()->default_value("bf16"));
       run = cmd_array;
     } else if (command == "calibrate") {
       o.add_options()("out", "profile file (default $SHARDLAB_LOCAL_PROFILE or ./shardlab_local.profile)",

@@ -1,10 +1,7 @@
 // The book's worked figures behind shardlab-plan's totals, roofline and point-to-point
-// calculators, as tables: each row is the calculator's value, the book's value, the
-// tolerance and where the book says it (file.md of jax-ml/scaling-book, section). kBook
-// (+-10%): the book rounds to ~2 significant figures; kExact: the arithmetic is exact.
-// Where the book's own arithmetic is wrong the row asserts the correct value and its
-// comment says what the book printed. (tests/test_cost_model.cpp holds the rest of the
-// book's figures, from shared/reference/scaling_book_vectors.md.)
+// calculators, as tables (tests/book_figure.h). (tests/test_cost_model.cpp holds the rest
+// of the book's figures, from shared/reference/scaling_book_vectors.md;
+// tests/test_cost_serving.cpp the serving chapters'.)
 #include <doctest/doctest.h>
 
 #include <map>
@@ -17,30 +14,16 @@
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
+#include "tests/book_figure.h"
 
 using namespace shardlab::cost;
+using shardlab::test::check;
+using shardlab::test::kBook;
+using shardlab::test::kExact;
 
 namespace {
 
-constexpr double kBook = 0.10;
-constexpr double kExact = 1e-3;
 constexpr double kYear = 365 * kSecondsPerDay;
-
-struct Figure {
-  const char* source;  // chapter file and section
-  const char* what;
-  double computed;
-  double book;
-  double tolerance;  // relative
-};
-
-void check(const std::vector<Figure>& figures) {
-  for (const Figure& f : figures) {
-    const std::string where = std::string(f.source) + ": " + f.what;
-    INFO(where);
-    CHECK(f.computed == doctest::Approx(f.book).epsilon(f.tolerance));
-  }
-}
 
 RunTotals llama3_70b(int64_t chips, double mfu, double activation_bytes = 0) {
   const RunSpec run{.params = 70e9, .tokens = 15e12, .chips = chips, .mfu = mfu, .activation_bytes = activation_bytes};

@@ -13,7 +13,8 @@ DType parse_dtype(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return DType::kBf16;
   if (name == "fp8" || name == "f8") return DType::kFp8;
   if (name == "int8" || name == "i8") return DType::kInt8;
-  throw UserError("unknown dtype '" + name + "'; use one of fp32, bf16, fp8, int8");
+  if (name == "int4" || name == "i4") return DType::kInt4;
+  throw UserError("unknown dtype '" + name + "'; use one of fp32, bf16, fp8, int8, int4");
 }
 
 std::string to_string(DType dtype) {
@@ -22,6 +23,7 @@ std::string to_string(DType dtype) {
     case DType::kBf16: return "bf16";
     case DType::kFp8: return "fp8";
     case DType::kInt8: return "int8";
+    case DType::kInt4: return "int4";
   }
   return "?";
 }
@@ -32,6 +34,7 @@ double bytes_of(DType dtype) {
     case DType::kBf16: return 2;
     case DType::kFp8:
     case DType::kInt8: return 1;
+    case DType::kInt4: return 0.5;
   }
   return 0;
 }
@@ -48,6 +51,7 @@ double peak_flops(const HardwareProfile& hw, DType dtype) {
     case DType::kBf16: peak = hw.flops_bf16; break;
     case DType::kFp8: peak = hw.flops_fp8; break;
     case DType::kInt8: peak = hw.flops_int8; break;
+    case DType::kInt4: break;  // the book gives no int4 peak: int4 weights meet wider activations
   }
   if (peak <= 0) throw UserError(hw.name + " has no " + to_string(dtype) + " matmul units; choose another dtype");
   return peak;

@@ -19,9 +19,12 @@
 
 namespace shardlab::cost {
 
-enum class DType { kFp32, kBf16, kFp8, kInt8 };
+// int4 is a storage type (weights, KV cache: half a byte per element, the book's serving
+// tables); the book gives no int4 peak, so an int4 x int4 matmul has none (peak_flops throws)
+// and int4 weights multiply in the activations' dtype.
+enum class DType { kFp32, kBf16, kFp8, kInt8, kInt4 };
 
-DType parse_dtype(const std::string& name);  // fp32|f32, bf16, fp8, int8; throws UserError
+DType parse_dtype(const std::string& name);  // fp32|f32, bf16, fp8, int8, int4; throws UserError
 std::string to_string(DType dtype);
 double bytes_of(DType dtype);
 // The wider of two operand dtypes: the one the matmul units must run in.
