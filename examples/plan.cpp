@@ -29,6 +29,7 @@
 
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
+#include "examples/plan_hw.h"
 #include "examples/plan_roofline.h"
 #include "examples/plan_serve.h"
 #include "examples/plan_totals.h"
@@ -44,37 +45,6 @@ using namespace shardlab::cost;
 using namespace shardlab::plan;
 
 namespace {
-
-int cmd_hw(const cxxopts::ParseResult& a) {
-  if (a.count("hw")) {
-    const HardwareProfile p = hardware_from(a);
-    std::string text = p.name + ": " + p.description + "\n  bf16 " + human(p.flops_bf16, "FLOP/s") + ", fp32 " +
-                       human(p.flops_fp32, "FLOP/s") + ", int8 " + human(p.flops_int8, "OP/s") + ", fp8 " +
-                       human(p.flops_fp8, "FLOP/s") + "\n  HBM " + human(p.hbm_bytes, "B") + " at " +
-                       human(p.hbm_bandwidth, "B/s") + "\n  " +
-                       (p.interconnect == Interconnect::kTorus ? "ICI link " : "NVLink per GPU ") +
-                       human(p.ici.bandwidth, "B/s") + " one way, " + human(p.ici.latency, "s") + " per hop; DCN " +
-                       human(p.dcn.bandwidth, "B/s") + "\n  " + std::to_string(p.node_size) + " chips per " +
-                       (p.interconnect == Interconnect::kTorus ? "pod" : "node") + "\n";
-    for (const auto& [axis, link] : p.axis_links)
-      text += "  axis " + axis + ": " + human(link.bandwidth, "B/s") + ", " + human(link.latency, "s") + "\n";
-    emit(a, profile_json(p), text);
-    return 0;
-  }
-  Json list = Json::array();
-  std::string text;
-  for (const std::string& name : hardware_names()) {
-    const HardwareProfile& p = hardware(name);
-    list.push_back(profile_json(p));
-    char line[256];
-    std::snprintf(line, sizeof line, "%-8s bf16 %-12s HBM %-9s %-12s link %s\n", p.name.c_str(),
-                  human(p.flops_bf16, "FLOP/s").c_str(), human(p.hbm_bytes, "B").c_str(),
-                  human(p.hbm_bandwidth, "B/s").c_str(), human(p.ici.bandwidth, "B/s").c_str());
-    text += line;
-  }
-  emit(a, Json{{"profiles", list}}, text);
-  return 0;
-}
 
 int cmd_matmul(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);

@@ -70,6 +70,38 @@ TEST_CASE("training totals: 6PT FLOPs, cluster FLOP/s, days at an MFU (chapters 
   });
 }
 
+TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters 2, 8, 12)") {
+  const PodTotals v5e = pod_totals(hardware("tpu-v5e")), v5p = pod_totals(hardware("tpu-v5p"));
+  const HardwareProfile& h100 = hardware("h100");
+  const char* q2 = "tpus.md, Worked Problems Q2";
+  const char* quiz1 = "gpus.md, Quiz 1";
+  const char* price = "applied-inference.md, FLOPs / $ (bf16 FLOP/s per USD/hour)";
+  check({
+      {q2, "v5e pod: 16 x 16 / 8 hosts", static_cast<double>(v5e.hosts), 32, 1e-12},
+      {q2, "v5e pod: TensorCores", static_cast<double>(v5e.cores), 256, 1e-12},
+      {q2, "v5e pod FLOP/s, 256 x 2e14", v5e.flops_bf16, 5.1e16, kBook},
+      {q2, "v5e pod HBM, 256 x 16 GB", v5e.hbm_bytes, 4e12, kBook},
+      {q2, "v5p pod: 16 x 20 x 28 / 4 hosts", static_cast<double>(v5p.hosts), 2240, 1e-12},
+      {q2, "v5p pod: 8960 x 2 TensorCores", static_cast<double>(v5p.cores), 17920, 1e-12},
+      {q2, "v5p pod FLOP/s (book multiplies by 4.5e14)", v5p.flops_bf16, 4e18, kBook},
+      {q2, "v5p pod HBM, 8960 x 96 GB", v5p.hbm_bytes, 860e12, kExact},
+      {quiz1, "Q1: H100 CUDA cores, 132 x 4 x 32", static_cast<double>(vector_alus(h100)), 16896, 1e-12},
+      {quiz1, "Q1: B200 CUDA cores", static_cast<double>(vector_alus(hardware("b200"))), 18944, 1e-12},
+      {quiz1, "Q1: v5p VPU ALUs, 2 x 4 x 8 x 128", static_cast<double>(vector_alus(hardware("tpu-v5p"))), 8192,
+       1e-12},
+      {quiz1, "Q2: H100 vector fp32 FLOP/s at 1.59 GHz", vector_alus(h100) * h100.facts.base_clock_hz, 26.9e12,
+       0.01},
+      {quiz1, "Q2: ... at the 1.98 GHz boost", vector_alus(h100) * h100.facts.clock_hz, 33.5e12, 0.01},
+      {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
+       kBook},
+      {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
+      {price, "v5p, 4.59e14 / $4.2", v5p.flops_per_dollar_hour, 1.09e14, 0.01},
+      {price, "v5e, 1.97e14 / $1.2", v5e.flops_per_dollar_hour, 1.64e14, 0.01},
+  });
+  CHECK(hardware("tpu-v6e").facts.mxu_size == 256);  // tpus.md: 256x256 on v6e, 128x128 before
+  CHECK(pod_totals(hardware("b200")).price_per_hour == 0);  // the book gives no B200 price
+}
+
 TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pure-DP model (chapters 5-6)") {
   const StateBytes book = state_preset("bf16-adam");
   CHECK(book.per_param() == 10);
