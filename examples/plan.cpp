@@ -59,16 +59,30 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
   Json json = Json{{"hw", hw.name}, {"b", m.b}, {"d", m.d}, {"f", m.f},
                    {"compute_dtype", to_string(compute_dtype(m.x, m.w))}};
   std::string text;
+  if (a.count("tile")) {
+    const std::string tile_text = a["tile"].as<std::string>();
+    const int64_t tile = tile_text == "mxu" ? hw.facts.mxu_size : parse_count(tile_text, "tile");
+    if (tile < 1) throw UserError("--tile mxu: " + hw.name + " has no MXU size; give --tile 128 or 256");
+    const PaddedMatmul p = pad_to_tile(m, tile);
+    text = "D and F padded to the " + std::to_string(tile) + " tile: D " + std::to_string(m.d) + " -> " +
+           std::to_string(p.padded.d) + ", F " + std::to_string(m.f) + " -> " + std::to_string(p.padded.f) + "; " +
+           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful\n";
+    json.update(Json{{"tile", tile}, {"padded_d", p.padded.d}, {"padded_f", p.padded.f},
+                     {"useful_fraction", p.useful_fraction}});
+    m = p.padded;
+  }
   if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
     json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
-    text = "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
-           explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
+    text += "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
+            explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
   } else {
     const Roofline r = matmul_roofline(m, hw);
-    const double critical_b = matmul_critical_batch(m, hw);
-    json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}});
-    text = explain(r, "memory") + "compute-bound iff B > " + human(critical_b, "") + "\n";
+    const double critical_b = matmul_critical_batch(m, hw), approx = matmul_critical_batch_approx(m, hw);
+    json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}, {"critical_batch_approx", approx}});
+    text += explain(r, "memory") +
+            (std::isinf(critical_b) ? "no batch makes it compute-bound" : "compute-bound iff B > " + human(critical_b, "")) +
+            " (B << D, F: " + human(approx, "") + ")\n";
   }
   emit(a, json, text);
   return 0;
@@ -270,7 +284,9 @@ int main(int argc, char** argv) {
           ("x-dtype", "activations", cxxopts::value<std::string>()->default_value("bf16"))
           ("w-dtype", "weights", cxxopts::value<std::string>()->default_value("bf16"))
           ("out-dtype", "output", cxxopts::value<std::string>()->default_value("bf16"))
-          ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"));
+          ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"))
+          ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
+           cxxopts::value<std::string>());
       run = cmd_matmul;
     } else if (command == "collective") {
       add_collective_flags(o);

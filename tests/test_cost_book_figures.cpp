@@ -4,6 +4,7 @@
 // tests/test_cost_serving.cpp the serving chapters'.)
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -220,6 +221,31 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
       {"transformers.md, Q4", "GQA decode intensity -> G", attention_roofline(gqa, v5e).decode_intensity_limit, 8,
        kExact},
   });
+  // The large-D/F approximation of the critical batch, next to the exact value.
+  const MatmulSpec big{.b = 256, .d = 65536, .f = 65536};
+  MatmulSpec big_int8_w = big, big_int8 = big;
+  big_int8_w.w = int8;
+  big_int8.x = big_int8.w = big_int8.out = int8;
+  check({
+      {"roofline.md, Matrix multiplication", "B > 1.97e14 / 8.2e11 = 240 (B << D, F)",
+       matmul_critical_batch_approx(big, v5e), 240, kBook},
+      {"roofline.md, Q1 int8 matmul", "B > 486 / 2 = 243", matmul_critical_batch_approx(big_int8, v5e), 243, kExact},
+      {"roofline.md, Q2 int8 + bf16 matmul", "B > 120", matmul_critical_batch_approx(big_int8_w, v5e), 120, kBook},
+      {"roofline.md, Q1 int8 matmul", "the exact batch at D = F = 65536 is within 1% of it",
+       matmul_critical_batch(big_int8, v5e), 243, 0.01},
+      {"tpus.md, Worked Problems Q4", "... and at D = 4096, F = 16384 it is not (263 vs 243)",
+       matmul_critical_batch(q4, v5e) / matmul_critical_batch_approx(q4, v5e), 263.0 / 243, 0.01},
+  });
+  // Tile padding (tpus.md: weights pad to the MXU edge, 128; 256 on v6e).
+  const PaddedMatmul tiny = pad_to_tile({.b = 512, .d = 100, .f = 300}, hardware("tpu-v6e").facts.mxu_size);
+  CHECK(tiny.padded.d == 256);
+  CHECK(tiny.padded.f == 512);
+  CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)));
+  CHECK(pad_to_tile({.b = 8, .d = 8192, .f = 28672}, 128).useful_fraction == 1);
+  CHECK_THROWS_WITH_AS(pad_to_tile({.b = 8, .d = 8, .f = 8}, 0), doctest::Contains("tile 0 must be at least 1"),
+                       shardlab::UserError);
+  // A matmul too thin to be compute-bound at any batch: the exact batch is infinite.
+  CHECK(std::isinf(matmul_critical_batch({.b = 512, .d = 256, .f = 512}, v5e)));
   // Elementwise x + y over bf16: 1 FLOP per 6 bytes, far below any chip's critical intensity.
   const Roofline add = elementwise_roofline(n, 2, 1, bf16, v5e);
   CHECK(add.flops == n);

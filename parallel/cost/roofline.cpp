@@ -102,6 +102,20 @@ double matmul_critical_batch(const MatmulSpec& m, const HardwareProfile& hw) {
   return c * d * f * bytes_of(m.w) / denominator;
 }
 
+double matmul_critical_batch_approx(const MatmulSpec& m, const HardwareProfile& hw) {
+  return critical_intensity(hw, compute_dtype(m.x, m.w)) * bytes_of(m.w) / 2;
+}
+
+PaddedMatmul pad_to_tile(const MatmulSpec& m, int64_t tile) {
+  check_shape(m);
+  if (tile < 1) throw UserError("tile " + std::to_string(tile) + " must be at least 1 (the MXU edge, e.g. 128)");
+  const auto up = [tile](int64_t n) { return (n + tile - 1) / tile * tile; };
+  PaddedMatmul p{m, 1};
+  p.padded.d = up(m.d), p.padded.f = up(m.f);
+  p.useful_fraction = static_cast<double>(m.d) * m.f / (static_cast<double>(p.padded.d) * p.padded.f);
+  return p;
+}
+
 ShardedMatmul contraction_sharded_matmul(const MatmulSpec& m, int shards, const HardwareProfile& hw) {
   check_shape(m);
   if (shards < 1 || m.d % shards != 0)
