@@ -5,6 +5,7 @@
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
+//   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
@@ -30,6 +31,7 @@
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
 #include "examples/plan_hw.h"
+#include "examples/plan_network.h"
 #include "examples/plan_roofline.h"
 #include "examples/plan_serve.h"
 #include "examples/plan_totals.h"
@@ -239,6 +241,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
     {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
     {"collective", "one collective or point-to-point send on a torus or switched mesh: time, hops, latency bound"},
+    {"network", "a GPU cluster's fat tree: per-level bandwidth, collectives spanning nodes, SHARP"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
@@ -256,7 +259,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, serve, totals, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, network, array, model, train, infer, serve, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -312,6 +315,9 @@ int main(int argc, char** argv) {
     } else if (command == "roofline") {
       add_roofline_flags(o);
       run = cmd_roofline;
+    } else if (command == "network") {
+      add_network_flags(o);
+      run = cmd_network;
     } else if (command == "serve") {
       add_serve_flags(o);
       run = cmd_serve;
