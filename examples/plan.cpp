@@ -121,8 +121,8 @@ int cmd_model(const cxxopts::ParseResult& a) {
                      " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
                      human(attention_crossover_context(s), "") + ")\n  KV cache " +
                      human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";
-  if (a.count("batch")) {
-    const double tokens = parse_size(a["batch"].as<std::string>(), "batch");
+  if (const auto batch = batch_text(a, "tokens")) {
+    const double tokens = parse_size(*batch, "batch");
     const TrainingMemory m = training_memory(s, tokens, remat, {});
     json.update(Json{{"batch_tokens", tokens}, {"training_memory", memory_json(m)}});
     text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + nn::remat_name(remat) +
@@ -137,7 +137,7 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
   const TransformerShape s = model_from(a);
   InferenceConfig c;
-  c.batch = parse_count(a["batch"].as<std::string>(), "batch");
+  c.batch = parse_count(*batch_text(a, "seqs"), "batch");
   c.context = s.context;
   c.chips = a["chips"].as<int>();
   c.weights = parse_dtype(a["weights"].as<std::string>());
@@ -273,7 +273,8 @@ int main(int argc, char** argv) {
       return usage(std::cout);
     }
     const std::string command = argv[1];
-    cxxopts::Options o("shardlab-plan " + command, "the book's roofline arithmetic (docs/cost_model.md)");
+    cxxopts::Options o("shardlab-plan " + command,
+                       std::string("the book's roofline arithmetic (docs/cost_model.md); ") + kSizesHelp);
     o.add_options()("json", "print one JSON object (docs/plan_json.md)")("h,help", "this help")
         ("hw", "hardware profile (shardlab-plan hw)", cxxopts::value<std::string>()->default_value("tpu-v5p"));
     if (command != "array" && command != "calibrate") add_hardware_flags(o);
@@ -299,7 +300,11 @@ int main(int argc, char** argv) {
       o.add_options()("remat", "none|full|save-matmul|save-mlp-matmul", cxxopts::value<std::string>()->default_value("none"))
           ("kv-dtype", "KV cache dtype", cxxopts::value<std::string>()->default_value("bf16"))
           ("efficiency", "fraction of peak FLOP/s", cxxopts::value<double>()->default_value("1.0"))
-          ("list", "list model presets")("batch", "tokens (train, model) or sequences (infer)", cxxopts::value<std::string>())
+          ("list", "list model presets")
+          ("batch", command == "infer" ? "sequences decoded together (= --batch-seqs)"
+                                       : "tokens per step, e.g. 4M (= --batch-tokens)",
+           cxxopts::value<std::string>())
+          (command == "infer" ? "batch-seqs" : "batch-tokens", "the same, in its unit's name", cxxopts::value<std::string>())
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
@@ -350,8 +355,9 @@ int main(int argc, char** argv) {
       std::cout << o.help() << "\n";
       return 0;
     }
-    if ((command == "train" || command == "infer") && !args.count("batch"))
-      throw UserError("--batch is required for " + command + " (tokens for train, e.g. 4M; sequences for infer)");
+    if ((command == "train" || command == "infer") && !batch_text(args, command == "train" ? "tokens" : "seqs"))
+      throw UserError("--batch is required for " + command +
+                      (command == "train" ? " (tokens per step, e.g. 4M; or --batch-tokens)" : " (sequences; or --batch-seqs)"));
     return run(args);
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -22,8 +22,9 @@ void add_serve_flags(cxxopts::Options& o) {
   o.add_options("serving")
       ("chips", "chips of the slice (default: the smallest power-of-two slice holding the weights)",
        cxxopts::value<int>())
-      ("batch", "sequences decoded together (default: the largest that fits at --context)",
+      ("batch", "sequences decoded together (default: the largest that fits at --context; = --batch-seqs)",
        cxxopts::value<std::string>())
+      ("batch-seqs", "the same, in its unit's name", cxxopts::value<std::string>())
       ("weights", "weight dtype: bf16, int8, int4, fp8", cxxopts::value<std::string>()->default_value("bf16"))
       ("kv-dtype", "KV cache dtype (models given by shape)", cxxopts::value<std::string>()->default_value("bf16"))
       ("decode-tokens", "G: tokens generated per query (the book's median 512)",
@@ -94,7 +95,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   const ServedModel& m = s.model;
   const int chips = a.count("chips") ? a["chips"].as<int>() : slice_chips(m.params * bytes_of(weights), hw);
   const SliceMemory mem = slice_memory(m, weights, chips, s.context, hw);
-  const int64_t batch = count_flag(a, "batch", mem.max_batch);
+  const std::optional<std::string> batch_flag = batch_text(a, "seqs");
+  const int64_t batch = batch_flag ? parse_count(*batch_flag, "batch") : mem.max_batch;
   if (batch < 1) {
     throw UserError("the weights (" + human(mem.weight_bytes, "B") + ") leave no room for one " + std::to_string(s.context) +
                     "-token KV cache in " + std::to_string(chips) + " x " + human(hw.hbm_bytes, "B") +

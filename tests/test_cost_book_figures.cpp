@@ -136,6 +136,11 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
       // LLaMA-2 13B, 3M tokens, checkpoints after the 3 big matmuls: D + 2F = 6.4 D per layer.
       {"training.md, Worked Problems Q3", "LLaMA-2 13B checkpoints of a 3M batch",
        checkpoint_bytes(3e6, 40, 5120, 1 + 2 * 13824 / 5120.0, DType::kBf16), 7.86e12, kExact},
+      // The same k from the framework's policy that keeps the layer input and the MLP's
+      // two input matmuls (what `totals --remat save-mlp-matmul` prints as 6.4 x D).
+      {"training.md, Worked Problems Q3", "... k from remat save-mlp-matmul",
+       saved_activations_per_token_layer(model_preset("llama2-13b"), shardlab::nn::Remat::SaveMlpMatmulOutputs) / 5120,
+       6.4, kExact},
   });
   CHECK_FALSE(llama3_70b(225, 0.4, checkpoints).fits);  // 225 x 96 GB < 21.67 TB
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
