@@ -172,14 +172,16 @@ int cmd_serve(const cxxopts::ParseResult& a) {
             human(g.ici_seconds, "s") + ", HBM " + human(g.hbm_seconds, "s") + ", math " + human(g.math_seconds, "s") +
             " (" + g.bound + "-bound)\n  ICI passes HBM above " + human(g.max_y, "") + "-way sharding (F / (B beta), beta = W_hbm / W_ici = " +
             human(g.beta, "") + "); compute-bound (training) up to " + human(g.compute_bound_max_y, "") + "-way over " +
-            std::to_string(types.axes) + " axis(es)\n2D weight-stationary MLP on " + std::to_string(chips) +
+            std::to_string(types.axes) + " axis(es); the activations' all-gather is latency-bound past " +
+            human(g.latency_bound_y, "") + "-way\n2D weight-stationary MLP on " + std::to_string(chips) +
             " chips: X = " + human(w2.x, "") + ", YZ = " + human(w2.yz, "") + " (optimum X " + human(w2.optimal_x, "") +
             "): comms " + human(w2.comms_2d_seconds, "s") + " vs 1D " + human(w2.comms_1d_seconds, "s") +
             ", math " + human(w2.math_seconds, "s") + "; 2D moves less above " + human(w2.crossover_chips, "") +
             " chips (18 F / D)\n";
     json["model_sharding"] = Json{{"ici_seconds", g.ici_seconds}, {"hbm_seconds", g.hbm_seconds},
                                   {"math_seconds", g.math_seconds}, {"bound", g.bound}, {"beta", g.beta},
-                                  {"max_model_parallel", g.max_y}, {"compute_bound_max_model_parallel", g.compute_bound_max_y}};
+                                  {"max_model_parallel", g.max_y}, {"compute_bound_max_model_parallel", g.compute_bound_max_y},
+                                  {"latency_bound_model_parallel", g.latency_bound_y}};
     json["weight_stationary_2d"] = Json{{"x", w2.x}, {"yz", w2.yz}, {"optimal_x", w2.optimal_x},
                                         {"comms_2d_seconds", w2.comms_2d_seconds},
                                         {"comms_1d_seconds", w2.comms_1d_seconds}, {"math_seconds", w2.math_seconds},

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "framework/error.h"
+#include "parallel/cost/collective.h"
 #include "parallel/cost/serving.h"
 #include "tests/book_figure.h"
 
@@ -150,6 +151,17 @@ TEST_CASE("model-parallel limits of generation and per-chip ICI, HBM and math ti
       {"inference.md, Generation", "F = 16384, B = 32: 16384 / (32 beta) (book: 64 with beta = 8)", f16k.max_y,
        16384 / (32 * 9.0), kExact},
   });
+  // Appendix C: with 4.5e10 B/s links and 1 us hops a shard under 45 kB is latency-bound,
+  // so an 8-way all-gather below 360 kB; BS 16 x D 8192 in int8 (131 kB) already is.
+  const GenerationSharding small = generation_sharding(16, 8192, 28672, 8, {.activations = DType::kInt8}, v5e());
+  const CollectiveCost eight = collective_cost(CollectiveOp::kAllGather, 1e6, {8}, v5e());
+  check({
+      {"inference.md, Appendix C", "an 8-way all-gather is latency-bound below 360 kB",
+       latency_bound_bytes(eight.latency_seconds, eight.bandwidth_seconds, 1e6), 360e3, kExact},
+      {"inference.md, Appendix C", "int8 activations: latency-bound once Y > B D / 45,000",
+       small.latency_bound_y, 16 * 8192 / 45000.0, kExact},
+  });
+  CHECK(small.latency_bound_y < 8);  // "so we're already latency bound"
   CHECK(std::string(g.bound) == "hbm");  // "in theory we're still HBM bandwidth bound"
   CHECK(std::string(generation_sharding(240, 8192, 28672, 64, {}, v5e()).bound) == "ici");
   // int8 weights halve T_hbm and the limit with them.

@@ -62,6 +62,7 @@ GenerationSharding generation_sharding(int64_t batch, int64_t d, int64_t f, int 
   g.beta = hw.hbm_bandwidth / w_ici;
   g.max_y = ff * w / (b * act * g.beta);
   g.compute_bound_max_y = tp_max_degree(f, hw, t.axes, compute_dtype(t.activations, t.weights));
+  g.latency_bound_y = b * dd * act / (hw.ici.bandwidth * hw.ici.latency);
   const double worst = std::max({g.ici_seconds, g.hbm_seconds, g.math_seconds});
   g.bound = worst == g.math_seconds ? "compute" : worst == g.hbm_seconds ? "hbm" : "ici";
   return g;

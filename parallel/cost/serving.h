@@ -59,6 +59,9 @@ DecodeRun decode_run(const ServedModel& model, const InferenceConfig& config, in
 // ICI exceeds HBM once Y > F bytes(w) / (B bytes(act) beta), beta = W_hbm / W_ici (the book's
 // Y > F / (B beta), beta ~ 8 on v5e); past it sharding further no longer cuts latency.
 // compute_bound_max_y is the training bound M_Y F W / C (the book's F n_axes / 2550).
+// The activations' collective turns latency-bound when each of the Y shards is under one
+// hop's worth of bytes, B D a / Y < W_link t (inference.md, Appendix C: 45 kB per shard on
+// v5e, so 360 kB for 8-way; in int8, Y > B D / 45,000): latency_bound_y = B D a / (W_link t).
 struct GenerationSharding {
   double ici_seconds = 0;
   double hbm_seconds = 0;
@@ -66,6 +69,7 @@ struct GenerationSharding {
   double beta = 0;               // W_hbm / W_ici
   double max_y = 0;              // Y above which T_ici > T_hbm
   double compute_bound_max_y = 0;
+  double latency_bound_y = 0;    // Y above which the activation all-gather is latency-bound
   const char* bound = "";        // "ici", "hbm" or "compute": the largest of the three
 };
 struct ShardingDTypes {
