@@ -134,8 +134,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
 
   const std::string on = std::to_string(chips) + " x " + hw.name;
   std::string text = s.description + "\nweights " + to_string(weights) + " on " + on + "\nmemory: weights " +
-                     human(mem.weight_bytes, "B") + " = " + human(mem.weight_chips, "") +
-                     " chips' HBM (smallest power-of-two slice " + std::to_string(mem.weight_slice_chips) + "); " +
+                     human(mem.weight_bytes, "B") + " = " + scientific(mem.weight_chips, "chips'") +
+                     " HBM (smallest power-of-two slice " + std::to_string(mem.weight_slice_chips) + "); " +
                      human(mem.hbm_bytes, "B") + " HBM leaves " + human(mem.free_bytes, "B") + " = " +
                      std::to_string(mem.max_batch) + " KV caches of " + std::to_string(s.context) + " tokens (" +
                      human(mem.kv_bytes_per_sequence, "B") + " each)\n";
@@ -143,7 +143,9 @@ int cmd_serve(const cxxopts::ParseResult& a) {
           human(d.step_seconds, "s") + " per step (weights " + human(d.params_seconds, "s") + " + KV " +
           human(d.attention_seconds, "s") + (d.memory_bound ? ", memory-bound" : ", weights compute-bound") + "), " +
           human(d.tokens_per_second, "tokens/s") + " (" + human(d.tokens_per_second_per_chip, "tokens/s") +
-          " per chip)" + (d.fits ? "" : " DOES NOT FIT") + "\n  " + std::to_string(generated) +
+          " per chip); weights + KV need >= " + std::to_string(d.min_chips) + " chips (a " +
+          std::to_string(slice_chips(d.weight_bytes + d.kv_bytes, hw)) + "-chip slice)" +
+          (d.fits ? "" : ": DOES NOT FIT") + "\n  " + std::to_string(generated) +
           " tokens per query: " + human(run.seconds, "s") + "; " + scientific(run.queries_per_second, "queries/s") + " (" +
           scientific(run.queries_per_second_per_chip, "queries/s") + " per chip); weights turn compute-bound above batch " +
           human(d.critical_batch, "") + "\n";
@@ -157,6 +159,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
             {"decode", Json{{"step_seconds", d.step_seconds}, {"weights_seconds", d.params_seconds},
                             {"kv_seconds", d.attention_seconds}, {"memory_bound", d.memory_bound},
                             {"critical_batch_seqs", d.critical_batch}, {"fits", d.fits},
+                            {"min_chips", d.min_chips},
+                            {"min_slice_chips", slice_chips(d.weight_bytes + d.kv_bytes, hw)},
                             {"tokens_per_second", d.tokens_per_second},
                             {"tokens_per_second_per_chip", d.tokens_per_second_per_chip},
                             {"decode_tokens", generated}, {"query_seconds", run.seconds},

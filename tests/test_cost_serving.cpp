@@ -65,6 +65,13 @@ TEST_CASE("free HBM and the largest batch per dtype on the smallest slice (appli
   });
 }
 
+TEST_CASE("the HBM-load lower bound on a decode step (tpus.md Q1)") {
+  // 200e9 bf16 parameters over 32 v4p: 400e9 / 32 / 1.23e12 in the book, ~10 ms (the
+  // profile's 1.2e12 B/s gives 10.4 ms).
+  const DecodeRun r = decode_run({200e9, 200e9, 1, 0}, {.batch = 1, .context = 1, .chips = 32}, 1, hardware("tpu-v4p"));
+  check({{"tpus.md, Worked Problems Q1", "load 200B bf16 params on 32 v4p", r.step.params_seconds, 10 * kMs, kBook}});
+}
+
 TEST_CASE("step time, decode time and queries per second at the largest batch (applied-inference)") {
   const DecodeRun bf16 = full_slice(DType::kBf16, 16), int8 = full_slice(DType::kInt8, 8);
   const DecodeRun int4 = full_slice(DType::kInt4, 4);
