@@ -241,13 +241,15 @@ TEST_CASE("serving calculators: general behaviour and errors") {
   CHECK(one.seconds == doctest::Approx(256 * one.step.step_seconds));
   CHECK(one.tokens == 16 * 256);
   CHECK(one.queries_per_second == doctest::Approx(16 / one.seconds));
-  CHECK_THROWS_WITH_AS(slice_memory(m, DType::kInt8, 0, 8192, v5e()), doctest::Contains("chips 0"),
+  CHECK_THROWS_WITH_AS(slice_memory(m, DType::kInt8, 0, 8192, v5e()), doctest::Contains("chips 0 must be positive"),
                        shardlab::UserError);
   CHECK_THROWS_WITH_AS(slice_memory({70e9, 70e9, 0, 0}, DType::kInt8, 8, 8192, v5e()),
                        doctest::Contains("KV bytes per token"), shardlab::UserError);
   CHECK_THROWS_WITH_AS(generation_sharding(8, 0, 0, 8, {}, v5e()), doctest::Contains("give --model or --d-model"),
                        shardlab::UserError);
-  CHECK_THROWS_WITH_AS(disaggregation(1, 1, 1, 1, -1), doctest::Contains("--qps"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(disaggregation(1, 1, 1, 1, -1), doctest::Contains("--qps -1 must be >= 0"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(generation_sharding(8, 8192, 28672, 8, {.axes = 0}, v5e()), doctest::Contains("--axes 0"),
+                       shardlab::UserError);
   // int4 is a storage type: no peak of its own.
   CHECK(bytes_of(DType::kInt4) == 0.5);
   CHECK(parse_dtype("int4") == DType::kInt4);

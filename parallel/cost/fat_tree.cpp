@@ -17,7 +17,7 @@ FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
     throw UserError(hw.name + " is a torus, not a switched GPU network; give a GPU profile (a100, h100, h200, b200)");
   if (sus < 1) throw UserError("SUs " + std::to_string(sus) + " must be at least 1");
   if (!(oversubscription >= 1))
-    throw UserError("oversubscription " + std::to_string(oversubscription) + " must be >= 1 (1: full bisection)");
+    throw UserError("oversubscription " + format_number(oversubscription) + " must be >= 1 (1: full bisection)");
   FatTree t;
   const int n = hw.node_size;
   t.node_egress = n * hw.dcn.bandwidth;
@@ -29,7 +29,7 @@ FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
 
 GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double bytes, int gpus,
                                   const CollectiveOptions& o) {
-  if (!(bytes >= 0)) throw UserError("collective size must be >= 0 bytes, got " + std::to_string(bytes));
+  if (!(bytes >= 0)) throw UserError("collective size must be >= 0 bytes, got " + format_number(bytes));
   const int top = tree.levels.back().gpus();
   if (gpus < 1 || gpus > top)
     throw UserError("a group of " + std::to_string(gpus) + " GPUs does not fit the tree's " + std::to_string(top) +

@@ -11,8 +11,8 @@
 namespace shardlab::cost {
 namespace {
 
-void require_positive(const char* what, double value, const char* hint) {
-  if (!(value > 0)) throw UserError(std::string(what) + " " + std::to_string(value) + " must be positive; " + hint);
+void require_above_zero(const char* what, double value, const char* hint) {
+  if (!(value > 0)) throw UserError(std::string(what) + " " + format_number(value) + " must be positive; " + hint);
 }
 
 // ceil() of a server count, forgiving the last bit of rounding (100 x 0.91 s is 91 servers, not 92).
@@ -21,9 +21,9 @@ int64_t whole_servers(double servers) { return static_cast<int64_t>(std::ceil(se
 }  // namespace
 
 SliceMemory slice_memory(const ServedModel& m, DType weights, int chips, int64_t context, const HardwareProfile& hw) {
-  require_positive("chips", chips, "give the slice's chip count");
-  require_positive("context", static_cast<double>(context), "give the KV length of a sequence");
-  require_positive("KV bytes per token", m.kv_bytes_per_token, "give the model's KV cache per token");
+  require_above_zero("chips", chips, "give the slice's chip count");
+  require_above_zero("context", static_cast<double>(context), "give the KV length of a sequence");
+  require_above_zero("KV bytes per token", m.kv_bytes_per_token, "give the model's KV cache per token");
   SliceMemory s;
   s.hbm_bytes = chips * hw.hbm_bytes;
   s.weight_bytes = m.params * bytes_of(weights);
@@ -36,7 +36,7 @@ SliceMemory slice_memory(const ServedModel& m, DType weights, int chips, int64_t
 }
 
 DecodeRun decode_run(const ServedModel& m, const InferenceConfig& c, int64_t steps, const HardwareProfile& hw) {
-  require_positive("decode tokens", static_cast<double>(steps), "give the tokens generated per sequence");
+  require_above_zero("decode tokens", static_cast<double>(steps), "give the tokens generated per sequence");
   DecodeRun r;
   r.step = estimate_decode(m, c, hw);
   r.steps = steps;
@@ -49,9 +49,10 @@ DecodeRun decode_run(const ServedModel& m, const InferenceConfig& c, int64_t ste
 
 GenerationSharding generation_sharding(int64_t batch, int64_t d, int64_t f, int y, const ShardingDTypes& t,
                                        const HardwareProfile& hw) {
-  require_positive("batch", static_cast<double>(batch), "give the sequences decoded together");
-  require_positive("model-parallel degree", y, "give the chips the weights are sharded over");
+  require_above_zero("batch", static_cast<double>(batch), "give the sequences decoded together");
+  require_above_zero("model-parallel degree", y, "give the chips the weights are sharded over");
   if (d < 1 || f < 1) throw UserError("model sharding needs the model's D and F; give --model or --d-model and --d-ff");
+  if (t.axes < 1) throw UserError("--axes " + std::to_string(t.axes) + ": the model axis spans at least 1 torus axis");
   const double b = static_cast<double>(batch), dd = static_cast<double>(d), ff = static_cast<double>(f);
   const double w_ici = allgather_bandwidth(hw, t.axes);
   const double act = bytes_of(t.activations), w = bytes_of(t.weights);
@@ -70,11 +71,11 @@ GenerationSharding generation_sharding(int64_t batch, int64_t d, int64_t f, int 
 
 WeightStationary2d weight_stationary_2d(int64_t batch, int64_t d, int64_t f, int chips, double x, DType activations,
                                         const HardwareProfile& hw) {
-  require_positive("batch", static_cast<double>(batch), "give the sequences decoded together");
-  require_positive("chips", chips, "give the chips the MLP is sharded over");
+  require_above_zero("batch", static_cast<double>(batch), "give the sequences decoded together");
+  require_above_zero("chips", chips, "give the chips the MLP is sharded over");
   if (d < 1 || f < 1) throw UserError("2D weight-stationary needs the model's D and F; give --model or --d-model and --d-ff");
   if (x < 0 || x > chips)
-    throw UserError("2D X " + std::to_string(x) + " must be between 1 and the chips (" + std::to_string(chips) + ")");
+    throw UserError("2D X " + format_number(x) + " must be between 1 and the chips (" + std::to_string(chips) + ")");
   const double b = static_cast<double>(batch), dd = static_cast<double>(d), ff = static_cast<double>(f);
   const double w = allgather_bandwidth(hw, 1), a = bytes_of(activations);
   WeightStationary2d s;
@@ -89,7 +90,7 @@ WeightStationary2d weight_stationary_2d(int64_t batch, int64_t d, int64_t f, int
 }
 
 Eviction eviction(int64_t batch, int64_t prompt, int64_t generated, double kv_bytes_per_token) {
-  require_positive("decode tokens", static_cast<double>(generated), "give the tokens generated per sequence");
+  require_above_zero("decode tokens", static_cast<double>(generated), "give the tokens generated per sequence");
   if (prompt < 0) throw UserError("prompt tokens " + std::to_string(prompt) + " must be >= 0");
   Eviction e;
   e.sequences_per_step = static_cast<double>(batch) / static_cast<double>(generated);
@@ -100,10 +101,10 @@ Eviction eviction(int64_t batch, int64_t prompt, int64_t generated, double kv_by
 
 Disaggregation disaggregation(double prefill_seconds, double step_seconds, int64_t batch, int64_t generated,
                               double queries_per_second) {
-  require_positive("prefill seconds", prefill_seconds, "price the prefill first");
-  require_positive("decode step seconds", step_seconds, "price the decode step first");
-  require_positive("decode tokens", static_cast<double>(generated), "give the tokens generated per sequence");
-  if (queries_per_second < 0) throw UserError("--qps " + std::to_string(queries_per_second) + " must be >= 0");
+  require_above_zero("prefill seconds", prefill_seconds, "price the prefill first");
+  require_above_zero("decode step seconds", step_seconds, "price the decode step first");
+  require_above_zero("decode tokens", static_cast<double>(generated), "give the tokens generated per sequence");
+  if (queries_per_second < 0) throw UserError("--qps " + format_number(queries_per_second) + " must be >= 0 queries/s");
   Disaggregation s;
   s.prefill_server_qps = 1 / prefill_seconds;
   s.decode_server_qps = static_cast<double>(batch) / (step_seconds * static_cast<double>(generated));
@@ -116,7 +117,7 @@ Disaggregation disaggregation(double prefill_seconds, double step_seconds, int64
 }
 
 PrefixCache prefix_cache(int64_t prompt, int64_t cached, double cache_bytes, double kv_bytes_per_token) {
-  require_positive("prompt tokens", static_cast<double>(prompt), "give the prompt length");
+  require_above_zero("prompt tokens", static_cast<double>(prompt), "give the prompt length");
   if (cached < 0 || cached >= prompt)
     throw UserError("cached prefix " + std::to_string(cached) + " tokens must be at least 0 and below the prompt's " +
                     std::to_string(prompt) + " (its last token is always prefilled)");
