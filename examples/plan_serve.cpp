@@ -1,5 +1,6 @@
 #include "examples/plan_serve.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -111,7 +112,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   if (batch < 1) {
     throw UserError("the weights (" + human(mem.weight_bytes, "B") + ") leave no room for one " + std::to_string(s.context) +
                     "-token KV cache in " + std::to_string(chips) + " x " + human(hw.hbm_bytes, "B") +
-                    "; give --chips " + std::to_string(2 * mem.weight_slice_chips) + " or more, or --batch");
+                    "; give --chips " + std::to_string(2 * std::max(chips, mem.weight_slice_chips)) +
+                    " or more, or --batch");
   }
   InferenceConfig c{.batch = batch, .context = s.context, .chips = chips, .weights = weights,
                     .efficiency = efficiency_from(a)};
@@ -203,7 +205,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                          {"seconds", pre.seconds}, {"compute_bound", pre.compute_bound}};
   json["eviction"] = Json{{"seqs_per_step", ev.sequences_per_step}, {"tokens_per_step", ev.tokens_per_step},
                           {"bytes_per_step", ev.bytes_per_step}};
-  text += "  disaggregated: " + human(dis.prefill_per_decode, "") + " prefill servers per decode server (" +
+  text += "  interleaved on one server: " + scientific(dis.interleaved_qps, "queries/s") + "; disaggregated: " +
+          human(dis.prefill_per_decode, "") + " prefill servers per decode server (" +
           scientific(dis.prefill_server_qps, "queries/s") + " vs " + scientific(dis.decode_server_qps, "queries/s") + ")";
   if (qps > 0)
     text += "; " + scientific(qps, "queries/s") + " need " + std::to_string(dis.prefill_servers) + " prefill + " +
@@ -212,6 +215,7 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   json["disaggregation"] = Json{{"prefill_per_decode_server", dis.prefill_per_decode},
                                 {"prefill_server_queries_per_second", dis.prefill_server_qps},
                                 {"decode_server_queries_per_second", dis.decode_server_qps},
+                                {"interleaved_queries_per_second", dis.interleaved_qps},
                                 {"traffic_queries_per_second", qps}, {"prefill_servers", dis.prefill_servers},
                                 {"decode_servers", dis.decode_servers}};
   if (cache_bytes > 0) {

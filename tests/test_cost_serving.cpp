@@ -223,6 +223,8 @@ TEST_CASE("KV eviction, prefix caching and prefill/decode disaggregation (applie
       {"inference.md, Prefix Caching", "'I like cats' after 'I like dogs': 1/3 of the compute",
        prefix_cache(3, 2, 0, 162e3).prefill_fraction, 1.0 / 3, kExact},
   });
+  // Interleaved, one server spends 0.91 s prefilling and 19 ms x 512 / 32 decoding per query.
+  CHECK(book.interleaved_qps == doctest::Approx(1 / (0.91 + 19e-3 * 512 / 32)));
   // 450 GiB of host DRAM (the book's 8 x v5e host) holds 360 LLaMA 3-70B int8 caches of 8k tokens.
   CHECK(prefix_cache(8192, 0, 450.0 * (1 << 30), 163840).prompts_held == 360);
   CHECK_THROWS_WITH_AS(prefix_cache(8192, 8192, 0, 1), doctest::Contains("below the prompt's 8192"),

@@ -109,6 +109,7 @@ Disaggregation disaggregation(double prefill_seconds, double step_seconds, int64
   s.prefill_server_qps = 1 / prefill_seconds;
   s.decode_server_qps = static_cast<double>(batch) / (step_seconds * static_cast<double>(generated));
   s.prefill_per_decode = s.decode_server_qps / s.prefill_server_qps;
+  s.interleaved_qps = 1 / (prefill_seconds + 1 / s.decode_server_qps);
   if (queries_per_second > 0) {
     s.prefill_servers = whole_servers(queries_per_second * prefill_seconds);
     s.decode_servers = whole_servers(queries_per_second / s.decode_server_qps);

@@ -115,10 +115,13 @@ Eviction eviction(int64_t batch, int64_t prompt, int64_t generated, double kv_by
 // both saturated needs prefill_seconds x batch / (step_seconds x G) prefill servers per
 // decode server (the book's P = 3G). For `queries_per_second` of traffic (0: none given):
 // ceil(qps x prefill_seconds) prefill and ceil(qps x step_seconds x G / batch) decode servers.
+// Interleaved on one server instead (prefills pause the decode batch), each query costs its
+// prefill plus its share of the decode steps: 1 / (prefill_seconds + step_seconds x G / batch).
 struct Disaggregation {
   double prefill_per_decode = 0;
   double prefill_server_qps = 0;   // 1 / prefill_seconds
   double decode_server_qps = 0;    // batch / (step_seconds x G)
+  double interleaved_qps = 0;      // one server doing both
   int64_t prefill_servers = 0;     // for the traffic; 0 without it
   int64_t decode_servers = 0;
 };
