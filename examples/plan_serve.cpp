@@ -7,6 +7,7 @@
 #include "examples/plan_args.h"
 #include "framework/error.h"
 #include "parallel/cost/serving.h"
+#include "parallel/cost/strategies.h"
 
 namespace shardlab::plan {
 
@@ -134,6 +135,12 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   const double qps = a.count("qps") ? a["qps"].as<double>() : 0;
   const Disaggregation dis = disaggregation(pre.seconds, d.step_seconds, batch, generated, qps);
 
+  // An MoE layer's experts each see k/E of the batch: their matmuls need E/k times the batch.
+  const bool moe = s.shape && s.shape->experts > 0;
+  const double moe_critical = moe ? moe_critical_batch(d.critical_batch, s.shape->experts, s.shape->top_k) : 0;
+  const std::string moe_text = moe ? " (experts: " + human(moe_critical, "") + ", x E/k = " +
+                                         std::to_string(s.shape->experts) + "/" + std::to_string(s.shape->top_k) + ")"
+                                   : std::string();
   const std::string on = std::to_string(chips) + " x " + hw.name;
   std::string text = s.description + "\nweights " + to_string(weights) + " on " + on + "\nmemory: weights " +
                      human(mem.weight_bytes, "B") + " = " + scientific(mem.weight_chips, "chips'") +
@@ -150,7 +157,7 @@ int cmd_serve(const cxxopts::ParseResult& a) {
           (d.fits ? "" : ": DOES NOT FIT") + "\n  " + std::to_string(generated) +
           " tokens per query: " + human(run.seconds, "s") + "; " + scientific(run.queries_per_second, "queries/s") + " (" +
           scientific(run.queries_per_second_per_chip, "queries/s") + " per chip); weights turn compute-bound above batch " +
-          human(d.critical_batch, "") + "\n";
+          human(d.critical_batch, "") + moe_text + "\n";
 
   Json json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)}, {"chips", chips},
             {"context_tokens", s.context}, {"batch_seqs", batch},
@@ -160,7 +167,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                             {"kv_bytes_per_seq", mem.kv_bytes_per_sequence}, {"max_batch_seqs", mem.max_batch}}},
             {"decode", Json{{"step_seconds", d.step_seconds}, {"weights_seconds", d.params_seconds},
                             {"kv_seconds", d.attention_seconds}, {"memory_bound", d.memory_bound},
-                            {"critical_batch_seqs", d.critical_batch}, {"fits", d.fits},
+                            {"critical_batch_seqs", d.critical_batch},
+                            {"expert_critical_batch_seqs", moe_critical}, {"fits", d.fits},
                             {"min_chips", d.min_chips},
                             {"min_slice_chips", slice_chips(d.weight_bytes + d.kv_bytes, hw)},
                             {"tokens_per_second", d.tokens_per_second},
