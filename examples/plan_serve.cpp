@@ -145,7 +145,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   std::string text = s.description + "\nweights " + to_string(weights) + " on " + on + "\nmemory: weights " +
                      human(mem.weight_bytes, "B") + " = " + scientific(mem.weight_chips, "chips'") +
                      " HBM (smallest power-of-two slice " + std::to_string(mem.weight_slice_chips) + "); " +
-                     human(mem.hbm_bytes, "B") + " HBM leaves " + human(mem.free_bytes, "B") + " = " +
+                     human(mem.hbm_bytes, "B") + " HBM leaves " + human(mem.free_bytes, "B") + " (" +
+                     human(mem.free_bytes / chips, "B") + " per chip) = " +
                      std::to_string(mem.max_batch) + " KV caches of " + std::to_string(s.context) + " tokens (" +
                      human(mem.kv_bytes_per_sequence, "B") + " each)\n";
   text += "decode, batch " + std::to_string(batch) + " at context " + std::to_string(s.context) + ": " +
@@ -163,7 +164,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
             {"context_tokens", s.context}, {"batch_seqs", batch},
             {"memory", Json{{"hbm_bytes", mem.hbm_bytes}, {"weight_bytes", mem.weight_bytes},
                             {"weight_chips", mem.weight_chips}, {"weight_slice_chips", mem.weight_slice_chips},
-                            {"free_hbm_bytes", mem.free_bytes}, {"kv_bytes_per_token", m.kv_bytes_per_token},
+                            {"free_hbm_bytes", mem.free_bytes}, {"free_hbm_bytes_per_chip", mem.free_bytes / chips},
+                            {"kv_bytes_per_token", m.kv_bytes_per_token},
                             {"kv_bytes_per_seq", mem.kv_bytes_per_sequence}, {"max_batch_seqs", mem.max_batch}}},
             {"decode", Json{{"step_seconds", d.step_seconds}, {"weights_seconds", d.params_seconds},
                             {"kv_seconds", d.attention_seconds}, {"memory_bound", d.memory_bound},
