@@ -5,11 +5,13 @@
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
+//   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
+//   shardlab-plan serve --model llama3-70b --hw tpu-v5e --chips 16 --decode-tokens 512 --qps 100
 //   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
@@ -28,7 +30,10 @@
 
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
+#include "examples/plan_hw.h"
+#include "examples/plan_network.h"
 #include "examples/plan_roofline.h"
+#include "examples/plan_serve.h"
 #include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
@@ -43,37 +48,6 @@ using namespace shardlab::plan;
 
 namespace {
 
-int cmd_hw(const cxxopts::ParseResult& a) {
-  if (a.count("hw")) {
-    const HardwareProfile p = hardware_from(a);
-    std::string text = p.name + ": " + p.description + "\n  bf16 " + human(p.flops_bf16, "FLOP/s") + ", fp32 " +
-                       human(p.flops_fp32, "FLOP/s") + ", int8 " + human(p.flops_int8, "OP/s") + ", fp8 " +
-                       human(p.flops_fp8, "FLOP/s") + "\n  HBM " + human(p.hbm_bytes, "B") + " at " +
-                       human(p.hbm_bandwidth, "B/s") + "\n  " +
-                       (p.interconnect == Interconnect::kTorus ? "ICI link " : "NVLink per GPU ") +
-                       human(p.ici.bandwidth, "B/s") + " one way, " + human(p.ici.latency, "s") + " per hop; DCN " +
-                       human(p.dcn.bandwidth, "B/s") + "\n  " + std::to_string(p.node_size) + " chips per " +
-                       (p.interconnect == Interconnect::kTorus ? "pod" : "node") + "\n";
-    for (const auto& [axis, link] : p.axis_links)
-      text += "  axis " + axis + ": " + human(link.bandwidth, "B/s") + ", " + human(link.latency, "s") + "\n";
-    emit(a, profile_json(p), text);
-    return 0;
-  }
-  Json list = Json::array();
-  std::string text;
-  for (const std::string& name : hardware_names()) {
-    const HardwareProfile& p = hardware(name);
-    list.push_back(profile_json(p));
-    char line[256];
-    std::snprintf(line, sizeof line, "%-8s bf16 %-12s HBM %-9s %-12s link %s\n", p.name.c_str(),
-                  human(p.flops_bf16, "FLOP/s").c_str(), human(p.hbm_bytes, "B").c_str(),
-                  human(p.hbm_bandwidth, "B/s").c_str(), human(p.ici.bandwidth, "B/s").c_str());
-    text += line;
-  }
-  emit(a, Json{{"profiles", list}}, text);
-  return 0;
-}
-
 int cmd_matmul(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
   MatmulSpec m;
@@ -87,16 +61,30 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
   Json json = Json{{"hw", hw.name}, {"b", m.b}, {"d", m.d}, {"f", m.f},
                    {"compute_dtype", to_string(compute_dtype(m.x, m.w))}};
   std::string text;
+  if (a.count("tile")) {
+    const std::string tile_text = a["tile"].as<std::string>();
+    const int64_t tile = tile_text == "mxu" ? hw.facts.mxu_size : parse_count(tile_text, "tile");
+    if (tile < 1) throw UserError("--tile mxu: " + hw.name + " has no MXU size; give --tile 128 or 256");
+    const PaddedMatmul p = pad_to_tile(m, tile);
+    text = "D and F padded to the " + std::to_string(tile) + " tile: D " + std::to_string(m.d) + " -> " +
+           std::to_string(p.padded.d) + ", F " + std::to_string(m.f) + " -> " + std::to_string(p.padded.f) + "; " +
+           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful\n";
+    json.update(Json{{"tile", tile}, {"padded_d", p.padded.d}, {"padded_f", p.padded.f},
+                     {"useful_fraction", p.useful_fraction}});
+    m = p.padded;
+  }
   if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
     json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
-    text = "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
-           explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
+    text += "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
+            explain(s.roofline, "network") + "compute-bound iff D > " + human(s.critical_d, "") + "\n";
   } else {
     const Roofline r = matmul_roofline(m, hw);
-    const double critical_b = matmul_critical_batch(m, hw);
-    json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}});
-    text = explain(r, "memory") + "compute-bound iff B > " + human(critical_b, "") + "\n";
+    const double critical_b = matmul_critical_batch(m, hw), approx = matmul_critical_batch_approx(m, hw);
+    json.update(Json{{"roofline", roofline_json(r)}, {"critical_batch", critical_b}, {"critical_batch_approx", approx}});
+    text += explain(r, "memory") +
+            (std::isinf(critical_b) ? "no batch makes it compute-bound" : "compute-bound iff B > " + human(critical_b, "")) +
+            " (B << D, F: " + human(approx, "") + ")\n";
   }
   emit(a, json, text);
   return 0;
@@ -133,8 +121,8 @@ int cmd_model(const cxxopts::ParseResult& a) {
                      " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
                      human(attention_crossover_context(s), "") + ")\n  KV cache " +
                      human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";
-  if (a.count("batch")) {
-    const double tokens = parse_size(a["batch"].as<std::string>(), "batch");
+  if (const auto batch = batch_text(a, "tokens")) {
+    const double tokens = parse_size(*batch, "batch");
     const TrainingMemory m = training_memory(s, tokens, remat, {});
     json.update(Json{{"batch_tokens", tokens}, {"training_memory", memory_json(m)}});
     text += "  training memory for " + human(tokens, "tokens") + " (bf16, Adam fp32, remat " + nn::remat_name(remat) +
@@ -149,7 +137,7 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
   const TransformerShape s = model_from(a);
   InferenceConfig c;
-  c.batch = parse_count(a["batch"].as<std::string>(), "batch");
+  c.batch = parse_count(*batch_text(a, "seqs"), "batch");
   c.context = s.context;
   c.chips = a["chips"].as<int>();
   c.weights = parse_dtype(a["weights"].as<std::string>());
@@ -253,10 +241,12 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
     {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
     {"collective", "one collective or point-to-point send on a torus or switched mesh: time, hops, latency bound"},
+    {"network", "a GPU cluster's fat tree: per-level bandwidth, collectives spanning nodes, SHARP"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, model-parallel limits, disaggregation"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
@@ -269,7 +259,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, roofline, collective, array, model, train, infer, totals, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, network, array, model, train, infer, serve, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -283,7 +273,8 @@ int main(int argc, char** argv) {
       return usage(std::cout);
     }
     const std::string command = argv[1];
-    cxxopts::Options o("shardlab-plan " + command, "the book's roofline arithmetic (docs/cost_model.md)");
+    cxxopts::Options o("shardlab-plan " + command,
+                       std::string("the book's roofline arithmetic (docs/cost_model.md); ") + kSizesHelp);
     o.add_options()("json", "print one JSON object (docs/plan_json.md)")("h,help", "this help")
         ("hw", "hardware profile (shardlab-plan hw)", cxxopts::value<std::string>()->default_value("tpu-v5p"));
     if (command != "array" && command != "calibrate") add_hardware_flags(o);
@@ -297,7 +288,9 @@ int main(int argc, char** argv) {
           ("x-dtype", "activations", cxxopts::value<std::string>()->default_value("bf16"))
           ("w-dtype", "weights", cxxopts::value<std::string>()->default_value("bf16"))
           ("out-dtype", "output", cxxopts::value<std::string>()->default_value("bf16"))
-          ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"));
+          ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"))
+          ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
+           cxxopts::value<std::string>());
       run = cmd_matmul;
     } else if (command == "collective") {
       add_collective_flags(o);
@@ -307,7 +300,11 @@ int main(int argc, char** argv) {
       o.add_options()("remat", "none|full|save-matmul|save-mlp-matmul", cxxopts::value<std::string>()->default_value("none"))
           ("kv-dtype", "KV cache dtype", cxxopts::value<std::string>()->default_value("bf16"))
           ("efficiency", "fraction of peak FLOP/s", cxxopts::value<double>()->default_value("1.0"))
-          ("list", "list model presets")("batch", "tokens (train, model) or sequences (infer)", cxxopts::value<std::string>())
+          ("list", "list model presets")
+          ("batch", command == "infer" ? "sequences decoded together (= --batch-seqs)"
+                                       : "tokens per step, e.g. 4M (= --batch-tokens)",
+           cxxopts::value<std::string>())
+          (command == "infer" ? "batch-seqs" : "batch-tokens", "the same, in its unit's name", cxxopts::value<std::string>())
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
@@ -323,6 +320,12 @@ int main(int argc, char** argv) {
     } else if (command == "roofline") {
       add_roofline_flags(o);
       run = cmd_roofline;
+    } else if (command == "network") {
+      add_network_flags(o);
+      run = cmd_network;
+    } else if (command == "serve") {
+      add_serve_flags(o);
+      run = cmd_serve;
     } else if (command == "totals") {
       add_totals_flags(o);
       run = cmd_totals;
@@ -332,7 +335,7 @@ int main(int argc, char** argv) {
           ("spec", "per dimension the mesh axes it is split over, e.g. X,Y or XY, (empty: replicated)",
            cxxopts::value<std::string>()->default_value("X,Y"))
           ("mesh", "named mesh axes, e.g. X=4,Y=8", cxxopts::value<std::string>()->default_value("X=4,Y=8"))
-          ("dtype", "element type: fp32, bf16, fp8, int8", cxxopts::value<std::string>()->default_value("bf16"));
+          ("dtype", "element type: fp32, bf16, fp8, int8, int4", cxxopts::value<std::string>()->default_value("bf16"));
       run = cmd_array;
     } else if (command == "calibrate") {
       o.add_options()("out", "profile file (default $SHARDLAB_LOCAL_PROFILE or ./shardlab_local.profile)",
@@ -352,8 +355,9 @@ int main(int argc, char** argv) {
       std::cout << o.help() << "\n";
       return 0;
     }
-    if ((command == "train" || command == "infer") && !args.count("batch"))
-      throw UserError("--batch is required for " + command + " (tokens for train, e.g. 4M; sequences for infer)");
+    if ((command == "train" || command == "infer") && !batch_text(args, command == "train" ? "tokens" : "seqs"))
+      throw UserError("--batch is required for " + command +
+                      (command == "train" ? " (tokens per step, e.g. 4M; or --batch-tokens)" : " (sequences; or --batch-seqs)"));
     return run(args);
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -143,6 +143,16 @@ void add_model_flags(cxxopts::Options& o) {
       ("gelu", "plain GELU MLP (2 matrices) instead of SwiGLU")("tied", "tie input and output embeddings");
 }
 
+std::optional<std::string> batch_text(const cxxopts::ParseResult& a, const std::string& unit) {
+  const std::string explicit_flag = "batch-" + unit;
+  if (a.count("batch") && a.count(explicit_flag))
+    throw UserError("give --batch or --" + explicit_flag + ", not both (both are the batch in " +
+                    (unit == "seqs" ? "sequences" : unit) + ")");
+  if (a.count(explicit_flag)) return a[explicit_flag].as<std::string>();
+  if (a.count("batch")) return a["batch"].as<std::string>();
+  return std::nullopt;
+}
+
 double efficiency_from(const cxxopts::ParseResult& a) {
   const double e = a["efficiency"].as<double>();
   if (!(e > 0 && e <= 1)) {

@@ -5,6 +5,7 @@
 
 #include <cxxopts.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ std::string explain(const cost::Roofline& r, const char* bandwidth_name);
 // --model PRESET and the per-dimension overrides, and the shape they describe.
 void add_model_flags(cxxopts::Options& o);
 cost::TransformerShape model_from(const cxxopts::ParseResult& a);
+// The batch in the unit the command counts it in, from --batch or its explicit spelling:
+// `unit` "tokens" (train, model: --batch-tokens) or "seqs" (infer, serve: --batch-seqs).
+// nullopt when neither is given; UserError when both are.
+std::optional<std::string> batch_text(const cxxopts::ParseResult& a, const std::string& unit);
+// What every subcommand's --help says about sizes.
+constexpr const char* kSizesHelp =
+    "sizes: K/M/G/T are binary (16k = 16384, 4M = 4194304), plain and scientific numbers decimal (4e6 = 4000000)";
+
 // --efficiency: the fraction of peak FLOP/s, in (0, 1].
 double efficiency_from(const cxxopts::ParseResult& a);
 

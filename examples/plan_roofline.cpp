@@ -25,7 +25,7 @@ void add_roofline_flags(cxxopts::Options& o) {
       ("kv-length", "attention: S, the key/value positions (default --context; decode: --context 1)",
        cxxopts::value<std::string>())
       ("batch-seqs", "attention: sequences in the batch", cxxopts::value<std::string>()->default_value("1"))
-      ("dtype", "element type: fp32, bf16, fp8, int8", cxxopts::value<std::string>()->default_value("bf16"));
+      ("dtype", "element type: fp32, bf16, fp8, int8, int4", cxxopts::value<std::string>()->default_value("bf16"));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "examples/plan_args.h"
 #include "framework/error.h"
+#include "framework/nn/config.h"
 #include "parallel/cost/totals.h"
 
 namespace shardlab::plan {
@@ -31,7 +32,9 @@ void add_totals_flags(cxxopts::Options& o) {
       ("optimizer-bytes", "bytes per parameter for optimizer state (Adam fp32: 8)", cxxopts::value<double>())
       ("batch-tokens", "tokens in one batch, for gradient checkpoints (e.g. 4e6)", cxxopts::value<std::string>())
       ("checkpoints", "[batch, D] bf16 checkpoints kept per layer (the book's k of k*D)",
-       cxxopts::value<double>()->default_value("0"));
+       cxxopts::value<double>()->default_value("0"))
+      ("remat", "none|full|save-matmul|save-mlp-matmul: k from the framework's remat policy (needs a model)",
+       cxxopts::value<std::string>());
 }
 
 namespace {
@@ -53,18 +56,36 @@ StateBytes state_from(const cxxopts::ParseResult& a) {
   return s;
 }
 
-// Bytes of gradient checkpoints: --checkpoints k arrays of [batch, D] per layer.
-double checkpoints_from(const cxxopts::ParseResult& a, const std::optional<TransformerShape>& shape) {
-  const double k = a["checkpoints"].as<double>();
-  if (!(k >= 0)) throw UserError("--checkpoints must be >= 0 arrays per layer");
-  if (k == 0) return 0;
-  if (!a.count("batch-tokens")) throw UserError("--checkpoints needs --batch-tokens, the tokens of one batch (e.g. 4e6)");
+// Gradient checkpoints: k arrays of [batch tokens, D] in bf16 per layer, k from
+// --checkpoints or from a --remat policy's saved activations (k = saved per token / D).
+struct Checkpoints {
+  double per_layer = 0;  // k
+  double bytes = 0;
+  std::string remat;     // the policy k came from, or empty
+};
+
+Checkpoints checkpoints_from(const cxxopts::ParseResult& a, const std::optional<TransformerShape>& shape) {
+  Checkpoints c;
+  c.per_layer = a["checkpoints"].as<double>();
+  if (!(c.per_layer >= 0)) throw UserError("--checkpoints must be >= 0 arrays per layer");
+  if (a.count("remat")) {
+    if (c.per_layer > 0) throw UserError("give --checkpoints k or --remat POLICY, not both (the policy sets k)");
+    if (!shape) throw UserError("--remat needs the model's shape to count what the policy keeps: give --model");
+    const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
+    c.remat = nn::remat_name(remat);
+    c.per_layer = saved_activations_per_token_layer(*shape, remat) / static_cast<double>(shape->d_model);
+  }
+  if (c.per_layer == 0) return c;
+  if (!a.count("batch-tokens"))
+    throw UserError((c.remat.empty() ? "--checkpoints" : "--remat") +
+                    std::string(" needs --batch-tokens, the tokens of one batch (e.g. 4e6)"));
   const double tokens = parse_size(a["batch-tokens"].as<std::string>(), "batch-tokens");
   const int64_t layers = shape ? shape->layers : a.count("layers") ? a["layers"].as<int64_t>() : 0;
   const int64_t d = shape ? shape->d_model : a.count("d-model") ? a["d-model"].as<int64_t>() : 0;
   if (layers <= 0 || d <= 0)
     throw UserError("--checkpoints needs the model's layers and width: give --model or --layers and --d-model");
-  return checkpoint_bytes(tokens, layers, d, k, DType::kBf16);
+  c.bytes = checkpoint_bytes(tokens, layers, d, c.per_layer, DType::kBf16);
+  return c;
 }
 
 }  // namespace
@@ -88,7 +109,8 @@ int cmd_totals(const cxxopts::ParseResult& a) {
     throw UserError("--mfu " + std::to_string(run.mfu) + " is a fraction of peak FLOP/s; give a value in (0, 1]");
   run.dtype = parse_dtype(a["dtype"].as<std::string>());
   run.state = state_from(a);
-  run.activation_bytes = checkpoints_from(a, shape);
+  const Checkpoints checkpoints = checkpoints_from(a, shape);
+  run.activation_bytes = checkpoints.bytes;
   const RunTotals t = run_totals(run, hw);
 
   Json json{{"hw", hw.name}};
@@ -110,6 +132,8 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                                                   {"optimizer", run.state.optimizer},
                                                   {"total", run.state.per_param()}}},
                    {"state_bytes", t.state_bytes},
+                   {"checkpoints_per_layer_d", checkpoints.per_layer},
+                   {"remat", checkpoints.remat},
                    {"activation_bytes", run.activation_bytes},
                    {"total_bytes", t.total_bytes},
                    {"bytes_per_chip", t.bytes_per_chip},
@@ -132,7 +156,8 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                      human(run.state.params, "") + ", grads " + human(run.state.grads, "") + ", optimizer " +
                      human(run.state.optimizer, "") + ") = " + human(t.state_bytes, "B");
   if (run.activation_bytes > 0) {
-    text += ", + checkpoints " + human(run.activation_bytes, "B") + " = " + human(t.total_bytes, "B");
+    text += ", + checkpoints " + human(run.activation_bytes, "B") + " (" + human(checkpoints.per_layer, "") + " x D per layer" +
+            (checkpoints.remat.empty() ? "" : ", remat " + checkpoints.remat) + ") = " + human(t.total_bytes, "B");
   }
   text += "\n  per chip (fully sharded over " + std::to_string(run.chips) + "): " + human(t.bytes_per_chip, "B") +
           " of " + human(hw.hbm_bytes, "B") + (t.fits ? "" : " DOES NOT FIT") + "; needs >= " +

@@ -80,7 +80,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
   TrainConfig c;
   c.model = model_from(a);
-  c.batch_tokens = parse_size(a["batch"].as<std::string>(), "batch");
+  c.batch_tokens = parse_size(*batch_text(a, "tokens"), "batch");
   c.remat = nn::parse_remat(a["remat"].as<std::string>());
   const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();

@@ -5,6 +5,13 @@
 #include <cstdlib>
 
 namespace shardlab {
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 namespace {
 AbortHandler g_handler = nullptr;
 }

@@ -20,6 +20,9 @@ class UserError : public std::runtime_error {
   explicit UserError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A number as a user would type it, for error messages: 16, 0.5, 1e+09 (printf's %g).
+std::string format_number(double value);
+
 // Flag checks every program shares.
 // Throws UserError("<flag> must be positive, got <value>") unless value > 0.
 void require_positive(const std::string& flag, int64_t value);

@@ -1,12 +1,10 @@
 // The book's worked figures behind shardlab-plan's totals, roofline and point-to-point
-// calculators, as tables: each row is the calculator's value, the book's value, the
-// tolerance and where the book says it (file.md of jax-ml/scaling-book, section). kBook
-// (+-10%): the book rounds to ~2 significant figures; kExact: the arithmetic is exact.
-// Where the book's own arithmetic is wrong the row asserts the correct value and its
-// comment says what the book printed. (tests/test_cost_model.cpp holds the rest of the
-// book's figures, from shared/reference/scaling_book_vectors.md.)
+// calculators, as tables (tests/book_figure.h). (tests/test_cost_model.cpp holds the rest
+// of the book's figures, from shared/reference/scaling_book_vectors.md;
+// tests/test_cost_serving.cpp the serving chapters'.)
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,30 +15,16 @@
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
+#include "tests/book_figure.h"
 
 using namespace shardlab::cost;
+using shardlab::test::check;
+using shardlab::test::kBook;
+using shardlab::test::kExact;
 
 namespace {
 
-constexpr double kBook = 0.10;
-constexpr double kExact = 1e-3;
 constexpr double kYear = 365 * kSecondsPerDay;
-
-struct Figure {
-  const char* source;  // chapter file and section
-  const char* what;
-  double computed;
-  double book;
-  double tolerance;  // relative
-};
-
-void check(const std::vector<Figure>& figures) {
-  for (const Figure& f : figures) {
-    const std::string where = std::string(f.source) + ": " + f.what;
-    INFO(where);
-    CHECK(f.computed == doctest::Approx(f.book).epsilon(f.tolerance));
-  }
-}
 
 RunTotals llama3_70b(int64_t chips, double mfu, double activation_bytes = 0) {
   const RunSpec run{.params = 70e9, .tokens = 15e12, .chips = chips, .mfu = mfu, .activation_bytes = activation_bytes};
@@ -87,6 +71,38 @@ TEST_CASE("training totals: 6PT FLOPs, cluster FLOP/s, days at an MFU (chapters 
   });
 }
 
+TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters 2, 8, 12)") {
+  const PodTotals v5e = pod_totals(hardware("tpu-v5e")), v5p = pod_totals(hardware("tpu-v5p"));
+  const HardwareProfile& h100 = hardware("h100");
+  const char* q2 = "tpus.md, Worked Problems Q2";
+  const char* quiz1 = "gpus.md, Quiz 1";
+  const char* price = "applied-inference.md, FLOPs / $ (bf16 FLOP/s per USD/hour)";
+  check({
+      {q2, "v5e pod: 16 x 16 / 8 hosts", static_cast<double>(v5e.hosts), 32, 1e-12},
+      {q2, "v5e pod: TensorCores", static_cast<double>(v5e.cores), 256, 1e-12},
+      {q2, "v5e pod FLOP/s, 256 x 2e14", v5e.flops_bf16, 5.1e16, kBook},
+      {q2, "v5e pod HBM, 256 x 16 GB", v5e.hbm_bytes, 4e12, kBook},
+      {q2, "v5p pod: 16 x 20 x 28 / 4 hosts", static_cast<double>(v5p.hosts), 2240, 1e-12},
+      {q2, "v5p pod: 8960 x 2 TensorCores", static_cast<double>(v5p.cores), 17920, 1e-12},
+      {q2, "v5p pod FLOP/s (book multiplies by 4.5e14)", v5p.flops_bf16, 4e18, kBook},
+      {q2, "v5p pod HBM, 8960 x 96 GB", v5p.hbm_bytes, 860e12, kExact},
+      {quiz1, "Q1: H100 CUDA cores, 132 x 4 x 32", static_cast<double>(vector_alus(h100)), 16896, 1e-12},
+      {quiz1, "Q1: B200 CUDA cores", static_cast<double>(vector_alus(hardware("b200"))), 18944, 1e-12},
+      {quiz1, "Q1: v5p VPU ALUs, 2 x 4 x 8 x 128", static_cast<double>(vector_alus(hardware("tpu-v5p"))), 8192,
+       1e-12},
+      {quiz1, "Q2: H100 vector fp32 FLOP/s at 1.59 GHz", vector_alus(h100) * h100.facts.base_clock_hz, 26.9e12,
+       0.01},
+      {quiz1, "Q2: ... at the 1.98 GHz boost", vector_alus(h100) * h100.facts.clock_hz, 33.5e12, 0.01},
+      {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
+       kBook},
+      {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
+      {price, "v5p, 4.59e14 / $4.2", v5p.flops_per_dollar_hour, 1.09e14, 0.01},
+      {price, "v5e, 1.97e14 / $1.2", v5e.flops_per_dollar_hour, 1.64e14, 0.01},
+  });
+  CHECK(hardware("tpu-v6e").facts.mxu_size == 256);  // tpus.md: 256x256 on v6e, 128x128 before
+  CHECK(pod_totals(hardware("b200")).price_per_hour == 0);  // the book gives no B200 price
+}
+
 TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pure-DP model (chapters 5-6)") {
   const StateBytes book = state_preset("bf16-adam");
   CHECK(book.per_param() == 10);
@@ -120,6 +136,11 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
       // LLaMA-2 13B, 3M tokens, checkpoints after the 3 big matmuls: D + 2F = 6.4 D per layer.
       {"training.md, Worked Problems Q3", "LLaMA-2 13B checkpoints of a 3M batch",
        checkpoint_bytes(3e6, 40, 5120, 1 + 2 * 13824 / 5120.0, DType::kBf16), 7.86e12, kExact},
+      // The same k from the framework's policy that keeps the layer input and the MLP's
+      // two input matmuls (what `totals --remat save-mlp-matmul` prints as 6.4 x D).
+      {"training.md, Worked Problems Q3", "... k from remat save-mlp-matmul",
+       saved_activations_per_token_layer(model_preset("llama2-13b"), shardlab::nn::Remat::SaveMlpMatmulOutputs) / 5120,
+       6.4, kExact},
   });
   CHECK_FALSE(llama3_70b(225, 0.4, checkpoints).fits);  // 225 x 96 GB < 21.67 TB
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
@@ -205,6 +226,31 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
       {"transformers.md, Q4", "GQA decode intensity -> G", attention_roofline(gqa, v5e).decode_intensity_limit, 8,
        kExact},
   });
+  // The large-D/F approximation of the critical batch, next to the exact value.
+  const MatmulSpec big{.b = 256, .d = 65536, .f = 65536};
+  MatmulSpec big_int8_w = big, big_int8 = big;
+  big_int8_w.w = int8;
+  big_int8.x = big_int8.w = big_int8.out = int8;
+  check({
+      {"roofline.md, Matrix multiplication", "B > 1.97e14 / 8.2e11 = 240 (B << D, F)",
+       matmul_critical_batch_approx(big, v5e), 240, kBook},
+      {"roofline.md, Q1 int8 matmul", "B > 486 / 2 = 243", matmul_critical_batch_approx(big_int8, v5e), 243, kExact},
+      {"roofline.md, Q2 int8 + bf16 matmul", "B > 120", matmul_critical_batch_approx(big_int8_w, v5e), 120, kBook},
+      {"roofline.md, Q1 int8 matmul", "the exact batch at D = F = 65536 is within 1% of it",
+       matmul_critical_batch(big_int8, v5e), 243, 0.01},
+      {"tpus.md, Worked Problems Q4", "... and at D = 4096, F = 16384 it is not (263 vs 243)",
+       matmul_critical_batch(q4, v5e) / matmul_critical_batch_approx(q4, v5e), 263.0 / 243, 0.01},
+  });
+  // Tile padding (tpus.md: weights pad to the MXU edge, 128; 256 on v6e).
+  const PaddedMatmul tiny = pad_to_tile({.b = 512, .d = 100, .f = 300}, hardware("tpu-v6e").facts.mxu_size);
+  CHECK(tiny.padded.d == 256);
+  CHECK(tiny.padded.f == 512);
+  CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)));
+  CHECK(pad_to_tile({.b = 8, .d = 8192, .f = 28672}, 128).useful_fraction == 1);
+  CHECK_THROWS_WITH_AS(pad_to_tile({.b = 8, .d = 8, .f = 8}, 0), doctest::Contains("tile 0 must be at least 1"),
+                       shardlab::UserError);
+  // A matmul too thin to be compute-bound at any batch: the exact batch is infinite.
+  CHECK(std::isinf(matmul_critical_batch({.b = 512, .d = 256, .f = 512}, v5e)));
   // Elementwise x + y over bf16: 1 FLOP per 6 bytes, far below any chip's critical intensity.
   const Roofline add = elementwise_roofline(n, 2, 1, bf16, v5e);
   CHECK(add.flops == n);

@@ -59,26 +59,63 @@ HardwareProfile gpu(std::string name, std::string description, double hbm_bytes,
   return p;
 }
 
+HardwareProfile with_facts(HardwareProfile p, ChipFacts facts) {
+  p.facts = std::move(facts);
+  return p;
+}
+
+// Chip and host facts of the book's tables: TensorCores per chip (training chips 2,
+// inference chips 1), the 128x128 MXU (256 on v6e), host sizes, PCIe ~1.5e10 B/s per chip
+// (v4 16 GB/s, v6e 32 GB/s), DCN ~2.5e10 B/s per host; VMEM and the clock only where the
+// book quotes them (v5e 128 MiB at 1.5 GHz; v5p 128 MB). GPUs: the "Summary of GPU specs"
+// table. Prices: applied-inference.md (v5e $1.2, v5p $4.2, H100 $10.8) and gpus.md (H200 ~$10).
+ChipFacts tpu_facts(int cores, int mxu, const char* pod, int chips_per_host, double pcie) {
+  ChipFacts f;
+  f.cores = cores, f.mxu_size = mxu, f.pod_topology = pod, f.chips_per_host = chips_per_host;
+  f.pcie_bandwidth = pcie, f.dcn_bandwidth_per_host = 2.5e10;
+  return f;
+}
+ChipFacts gpu_facts(int sms, double base_hz, double boost_hz, double smem, double l2) {
+  ChipFacts f;
+  f.cores = sms, f.clock_hz = boost_hz, f.base_clock_hz = base_hz, f.smem_bytes_per_core = smem, f.l2_bytes = l2;
+  f.chips_per_host = 8;
+  return f;
+}
+
 std::vector<HardwareProfile> book_profiles() {
+  ChipFacts v5e = tpu_facts(1, 128, "16x16", 8, 1.5e10), v5p = tpu_facts(2, 128, "16x20x28", 4, 1.5e10);
+  v5e.vmem_bytes = 128.0 * (1 << 20), v5e.clock_hz = 1.5e9, v5e.price_per_hour = 1.2;
+  v5p.vmem_bytes = 128e6, v5p.price_per_hour = 4.2;
+  ChipFacts h100 = gpu_facts(132, 1.59e9, 1.98e9, 256e3, 50e6), h200 = h100;
+  h100.price_per_hour = 10.8, h200.price_per_hour = 10;
   return {
-      tpu("tpu-v3", "TPU v3: 2D torus, 32x32 pod", 32e9, 9.0e11, 1.4e14, 1.4e14, 1e11, 6.25e9, 2,
-          32, 1024),
-      tpu("tpu-v4p", "TPU v4p: 3D torus, wraparound on 4-chip cube edges, 4096-chip pod", 32e9,
-          1.2e12, 2.75e14, 2.75e14, 4.5e10, 6.25e9, 3, 4, 4096),
-      tpu("tpu-v5e", "TPU v5e: 2D, wraparound only on a full 16x16 pod", 16e9, 8.1e11, 1.97e14,
-          3.94e14, 4.5e10, 3.125e9, 2, 16, 256),
-      tpu("tpu-v5p", "TPU v5p: 3D torus, wraparound on 4-chip cube edges, 8960-chip pod", 96e9,
-          2.8e12, 4.59e14, 9.18e14, 9e10, 6.25e9, 3, 4, 8960),
-      tpu("tpu-v6e", "TPU v6e (Trillium): 2D, wraparound only on a full 16x16 pod", 32e9, 1.6e12,
-          9.2e14, 1.84e15, 9e10, 1.25e10, 2, 16, 256),
-      gpu("a100", "NVIDIA A100 SXM 80GB: NVLink3 node of 8, HDR InfiniBand", 80e9, 2.0e12, 3.1e14,
-          6.2e14, 0, 300e9, 25e9),
-      gpu("h100", "NVIDIA H100 SXM: NVLink4 node of 8 (18 links x 25 GB/s), NDR InfiniBand", 80e9,
-          3.35e12, 9.9e14, 1.98e15, 1.98e15, 450e9, 50e9),
-      gpu("h200", "NVIDIA H200: as H100 with 141 GB HBM3e", 141e9, 4.8e12, 9.9e14, 1.98e15,
-          1.98e15, 450e9, 50e9),
-      gpu("b200", "NVIDIA B200: NVLink5 node of 8", 192e9, 8.0e12, 2.25e15, 4.5e15, 4.5e15, 900e9,
-          50e9),
+      with_facts(tpu("tpu-v3", "TPU v3: 2D torus, 32x32 pod", 32e9, 9.0e11, 1.4e14, 1.4e14, 1e11, 6.25e9, 2,
+                     32, 1024),
+                 tpu_facts(2, 128, "32x32", 8, 1.5e10)),
+      with_facts(tpu("tpu-v4p", "TPU v4p: 3D torus, wraparound on 4-chip cube edges, 4096-chip pod", 32e9,
+                     1.2e12, 2.75e14, 2.75e14, 4.5e10, 6.25e9, 3, 4, 4096),
+                 tpu_facts(2, 128, "16x16x16", 4, 1.6e10)),
+      with_facts(tpu("tpu-v5e", "TPU v5e: 2D, wraparound only on a full 16x16 pod", 16e9, 8.1e11, 1.97e14,
+                     3.94e14, 4.5e10, 3.125e9, 2, 16, 256),
+                 v5e),
+      with_facts(tpu("tpu-v5p", "TPU v5p: 3D torus, wraparound on 4-chip cube edges, 8960-chip pod", 96e9,
+                     2.8e12, 4.59e14, 9.18e14, 9e10, 6.25e9, 3, 4, 8960),
+                 v5p),
+      with_facts(tpu("tpu-v6e", "TPU v6e (Trillium): 2D, wraparound only on a full 16x16 pod", 32e9, 1.6e12,
+                     9.2e14, 1.84e15, 9e10, 1.25e10, 2, 16, 256),
+                 tpu_facts(1, 256, "16x16", 8, 3.2e10)),
+      with_facts(gpu("a100", "NVIDIA A100 SXM 80GB: NVLink3 node of 8, HDR InfiniBand", 80e9, 2.0e12, 3.1e14,
+                     6.2e14, 0, 300e9, 25e9),
+                 gpu_facts(108, 1.10e9, 1.41e9, 192e3, 40e6)),
+      with_facts(gpu("h100", "NVIDIA H100 SXM: NVLink4 node of 8 (18 links x 25 GB/s), NDR InfiniBand", 80e9,
+                     3.35e12, 9.9e14, 1.98e15, 1.98e15, 450e9, 50e9),
+                 h100),
+      with_facts(gpu("h200", "NVIDIA H200: as H100 with 141 GB HBM3e", 141e9, 4.8e12, 9.9e14, 1.98e15,
+                     1.98e15, 450e9, 50e9),
+                 h200),
+      with_facts(gpu("b200", "NVIDIA B200: NVLink5 node of 8", 192e9, 8.0e12, 2.25e15, 4.5e15, 4.5e15, 900e9,
+                     50e9),
+                 gpu_facts(148, 0, 0, 256e3, 126e6)),
   };
 }
 
@@ -122,6 +159,22 @@ LinkSpec HardwareProfile::link(const std::string& axis) const {
 
 bool HardwareProfile::axis_wraps(int axis_size) const {
   return wraparound && axis_size > 2 && axis_size % wraparound_granule == 0;
+}
+
+PodTotals pod_totals(const HardwareProfile& hw) {
+  PodTotals t;
+  t.chips = hw.node_size;
+  t.hosts = hw.facts.chips_per_host > 0 ? t.chips / hw.facts.chips_per_host : 0;
+  t.cores = t.chips * hw.facts.cores;
+  t.flops_bf16 = t.chips * hw.flops_bf16;
+  t.hbm_bytes = t.chips * hw.hbm_bytes;
+  t.price_per_hour = t.chips * hw.facts.price_per_hour;
+  t.flops_per_dollar_hour = hw.facts.price_per_hour > 0 ? hw.flops_bf16 / hw.facts.price_per_hour : 0;
+  return t;
+}
+
+int64_t vector_alus(const HardwareProfile& hw) {
+  return static_cast<int64_t>(hw.facts.cores) * (hw.interconnect == Interconnect::kSwitched ? 4 * 32 : 4 * 8 * 128);
 }
 
 std::vector<std::string> hardware_names() {

@@ -12,6 +12,7 @@
 // file format); without a file it is an uncalibrated placeholder (calibrated == false).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,24 @@ struct LinkSpec {
 enum class Interconnect {
   kTorus,     // TPU ICI: nearest-neighbour links along each torus axis (DESIGN's mesh too)
   kSwitched,  // GPU NVLink through NVSwitch: every GPU reaches every other at full egress
+};
+
+// What the book tabulates about a chip and its host beyond the cost model's figures
+// (chapters "tpus", "gpus", "applied-inference"); `shardlab-plan hw` prints them. 0 or
+// empty: the book does not say.
+struct ChipFacts {
+  int cores = 0;                   // TPU TensorCores / GPU SMs per chip
+  double clock_hz = 0;             // TPU: the clock the book quotes; GPU: boost clock
+  double base_clock_hz = 0;        // GPU: base clock
+  double vmem_bytes = 0;           // TPU: VMEM per chip
+  double smem_bytes_per_core = 0;  // GPU: SMEM (L1) per SM
+  double l2_bytes = 0;             // GPU: L2 per chip
+  int mxu_size = 0;                // TPU: systolic array edge (matmul dims pad to it)
+  std::string pod_topology;        // TPU: a full pod, e.g. "16x20x28"
+  int chips_per_host = 0;          // chips one CPU host drives (TPU "host size"; GPUs: a node)
+  double pcie_bandwidth = 0;       // bytes/s between a chip and its host
+  double dcn_bandwidth_per_host = 0;  // bytes/s
+  double price_per_hour = 0;       // USD per chip-hour on Google Cloud (Feb 2025)
 };
 
 struct HardwareProfile {
@@ -53,12 +72,31 @@ struct HardwareProfile {
   bool calibrated = true;  // false only for a `local` profile that was never measured
   std::string fingerprint;  // `local`: the machine, build and threads it was measured with
   std::map<std::string, LinkSpec> axis_links;  // `local`: measured link per mesh axis name
+  ChipFacts facts;  // book profiles only
 
   // The link of a mesh axis: the calibrated per-axis figure if there is one, else ici.
   LinkSpec link(const std::string& axis) const;
   // Whether a torus axis of `axis_size` chips has wraparound links on this hardware.
   bool axis_wraps(int axis_size) const;
 };
+
+// A whole fast domain (TPU pod, GPU node) of node_size chips, from the chip's figures:
+// hosts = chips / chips_per_host, cores, peak bf16 FLOP/s, HBM, USD per hour and the
+// book's "FLOPs / $" (bf16 FLOP/s per USD/hour: 1.64e14 on v5e). 0 where a fact is unknown.
+struct PodTotals {
+  int64_t chips = 0;
+  int64_t hosts = 0;
+  int64_t cores = 0;
+  double flops_bf16 = 0;
+  double hbm_bytes = 0;
+  double price_per_hour = 0;
+  double flops_per_dollar_hour = 0;  // chip bf16 FLOP/s / chip USD per hour
+};
+PodTotals pod_totals(const HardwareProfile& hw);
+// Vector (non-matmul) fp32 ALUs of one chip: a GPU SM has 4 subpartitions of 32 CUDA cores
+// (H100: 132 x 128 = 16,896); a TPU TensorCore's VPU is 4 x 8 x 128 (v5p: 2 x 4096 = 8192).
+// Times facts.clock_hz: vector FLOP/s at one op per ALU per cycle (no FMA). 0 if unknown.
+int64_t vector_alus(const HardwareProfile& hw);
 
 // The profile called `name` (case-insensitive). Throws UserError naming the known profiles.
 // `local` is loaded once from local_profile_path() and cached for the process.

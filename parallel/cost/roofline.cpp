@@ -13,7 +13,8 @@ DType parse_dtype(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return DType::kBf16;
   if (name == "fp8" || name == "f8") return DType::kFp8;
   if (name == "int8" || name == "i8") return DType::kInt8;
-  throw UserError("unknown dtype '" + name + "'; use one of fp32, bf16, fp8, int8");
+  if (name == "int4" || name == "i4") return DType::kInt4;
+  throw UserError("unknown dtype '" + name + "'; use one of fp32, bf16, fp8, int8, int4");
 }
 
 std::string to_string(DType dtype) {
@@ -22,6 +23,7 @@ std::string to_string(DType dtype) {
     case DType::kBf16: return "bf16";
     case DType::kFp8: return "fp8";
     case DType::kInt8: return "int8";
+    case DType::kInt4: return "int4";
   }
   return "?";
 }
@@ -32,6 +34,7 @@ double bytes_of(DType dtype) {
     case DType::kBf16: return 2;
     case DType::kFp8:
     case DType::kInt8: return 1;
+    case DType::kInt4: return 0.5;
   }
   return 0;
 }
@@ -48,6 +51,7 @@ double peak_flops(const HardwareProfile& hw, DType dtype) {
     case DType::kBf16: peak = hw.flops_bf16; break;
     case DType::kFp8: peak = hw.flops_fp8; break;
     case DType::kInt8: peak = hw.flops_int8; break;
+    case DType::kInt4: break;  // the book gives no int4 peak: int4 weights meet wider activations
   }
   if (peak <= 0) throw UserError(hw.name + " has no " + to_string(dtype) + " matmul units; choose another dtype");
   return peak;
@@ -96,6 +100,20 @@ double matmul_critical_batch(const MatmulSpec& m, const HardwareProfile& hw) {
   const double denominator = 2 * d * f - c * (d * bytes_of(m.x) + f * bytes_of(m.out));
   if (denominator <= 0) return std::numeric_limits<double>::infinity();
   return c * d * f * bytes_of(m.w) / denominator;
+}
+
+double matmul_critical_batch_approx(const MatmulSpec& m, const HardwareProfile& hw) {
+  return critical_intensity(hw, compute_dtype(m.x, m.w)) * bytes_of(m.w) / 2;
+}
+
+PaddedMatmul pad_to_tile(const MatmulSpec& m, int64_t tile) {
+  check_shape(m);
+  if (tile < 1) throw UserError("tile " + std::to_string(tile) + " must be at least 1 (the MXU edge, e.g. 128)");
+  const auto up = [tile](int64_t n) { return (n + tile - 1) / tile * tile; };
+  PaddedMatmul p{m, 1};
+  p.padded.d = up(m.d), p.padded.f = up(m.f);
+  p.useful_fraction = static_cast<double>(m.d) * m.f / (static_cast<double>(p.padded.d) * p.padded.f);
+  return p;
 }
 
 ShardedMatmul contraction_sharded_matmul(const MatmulSpec& m, int shards, const HardwareProfile& hw) {

@@ -19,9 +19,12 @@
 
 namespace shardlab::cost {
 
-enum class DType { kFp32, kBf16, kFp8, kInt8 };
+// int4 is a storage type (weights, KV cache: half a byte per element, the book's serving
+// tables); the book gives no int4 peak, so an int4 x int4 matmul has none (peak_flops throws)
+// and int4 weights multiply in the activations' dtype.
+enum class DType { kFp32, kBf16, kFp8, kInt8, kInt4 };
 
-DType parse_dtype(const std::string& name);  // fp32|f32, bf16, fp8, int8; throws UserError
+DType parse_dtype(const std::string& name);  // fp32|f32, bf16, fp8, int8, int4; throws UserError
 std::string to_string(DType dtype);
 double bytes_of(DType dtype);
 // The wider of two operand dtypes: the one the matmul units must run in.
@@ -58,6 +61,20 @@ Roofline matmul_roofline(const MatmulSpec& m, const HardwareProfile& hw);
 // exactly for the given D and F (-> critical * bytes(W) / 2 when B << D, F). Infinite when
 // no batch makes it compute-bound.
 double matmul_critical_batch(const MatmulSpec& m, const HardwareProfile& hw);
+// The book's large-D/F approximation of that batch: with B << D, F the bytes are the
+// weights' D F w, the intensity 2 B / w, so B > critical intensity x w / 2 (240 in bf16 on
+// v5e, 120 with int8 weights, 243 for int8 x int8).
+double matmul_critical_batch_approx(const MatmulSpec& m, const HardwareProfile& hw);
+
+// The matmul the MXU actually runs when D and F are padded up to multiples of `tile` (the
+// systolic array's edge: 128, 256 on v6e; book "tpus": weights are padded to fill it).
+// useful_fraction = D F / (D' F'): the share of its FLOPs that are not padding.
+struct PaddedMatmul {
+  MatmulSpec padded;
+  double useful_fraction = 1;
+};
+// UserError unless tile >= 1.
+PaddedMatmul pad_to_tile(const MatmulSpec& m, int64_t tile);
 
 // Network roofline (book: "a 2-chip matmul"): W sharded on the contracting dim D over
 // `shards` chips of one axis; each chip multiplies its slice, then the [B,F] partial sums

@@ -1,0 +1,240 @@
+#include "examples/plan_serve.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "examples/plan_args.h"
+#include "framework/error.h"
+#include "parallel/cost/serving.h"
+#include "parallel/cost/strategies.h"
+
+namespace shardlab::plan {
+
+using namespace shardlab::cost;
+
+void add_serve_flags(cxxopts::Options& o) {
+  add_model_flags(o);
+  o.add_options("model by size (instead of --model or its dimensions)")
+      ("params", "parameters, e.g. 30e9 (their bytes follow --weights)", cxxopts::value<std::string>())
+      ("param-bytes", "the weights' bytes, e.g. 30e9 (params = bytes / bytes of --weights)",
+       cxxopts::value<std::string>())
+      ("kv-bytes-per-token", "KV cache bytes per token of context, e.g. 100e3 (160k = 163,840)",
+       cxxopts::value<std::string>());
+  o.add_options("serving")
+      ("chips", "chips of the slice (default: the smallest power-of-two slice holding the weights)",
+       cxxopts::value<int>())
+      ("batch", "sequences decoded together (default: the largest that fits at --context; = --batch-seqs)",
+       cxxopts::value<std::string>())
+      ("batch-seqs", "the same, in its unit's name", cxxopts::value<std::string>())
+      ("weights", "weight dtype: bf16, int8, int4, fp8", cxxopts::value<std::string>()->default_value("bf16"))
+      ("kv-dtype", "KV cache dtype (models given by shape)", cxxopts::value<std::string>()->default_value("bf16"))
+      ("decode-tokens", "G: tokens generated per query (the book's median 512)",
+       cxxopts::value<std::string>()->default_value("512"))
+      ("prompt-tokens", "P: prompt length, prefilled (default --context)", cxxopts::value<std::string>())
+      ("efficiency", "prefill's fraction of peak FLOP/s (the book's 40% MFU)",
+       cxxopts::value<double>()->default_value("0.4"))
+      ("prefill-chips", "chips of one prefill server (default --chips)", cxxopts::value<int>())
+      ("qps", "traffic in queries/s: how many prefill and decode servers it needs", cxxopts::value<double>())
+      ("axes", "torus axes the model-parallel axis spans (ICI bandwidth and the training bound scale)",
+       cxxopts::value<int>()->default_value("1"))
+      ("x-2d", "2D weight-stationary: price this X (D split) instead of the optimum", cxxopts::value<double>())
+      ("cached-prefix", "tokens of each prompt found in a prefix cache (prefill skips them)",
+       cxxopts::value<std::string>()->default_value("0"))
+      ("cache-bytes", "prefix-cache memory (e.g. host DRAM 450G): how many prompts' caches it holds",
+       cxxopts::value<std::string>());
+}
+
+namespace {
+
+// The model served: its shape when given by preset or dimensions, else bare sizes.
+struct Served {
+  ServedModel model;
+  std::optional<TransformerShape> shape;
+  std::string description;
+  int64_t context = 0;
+  int64_t d = 0, f = 0;  // for the model-sharding sections (0: unknown)
+};
+
+// --params or --param-bytes, in parameters (bytes / bytes of the weights' dtype).
+double params_flag(const cxxopts::ParseResult& a, DType weights) {
+  if (a.count("params") && a.count("param-bytes")) throw UserError("give --params or --param-bytes, not both");
+  return a.count("params") ? parse_size(a["params"].as<std::string>(), "params")
+                           : parse_size(a["param-bytes"].as<std::string>(), "param-bytes") / bytes_of(weights);
+}
+
+// A preset or dimensions give the shape (bare sizes then override its parameter count and
+// KV bytes, e.g. the book's round 70e9 for LLaMA 3-70B); without one the sizes are all.
+Served served_from(const cxxopts::ParseResult& a, DType weights) {
+  Served s;
+  const bool sized = a.count("params") || a.count("param-bytes");
+  if (!a["model"].as<std::string>().empty() || a.count("layers")) {
+    s.shape = model_from(a);
+    s.model = served_model(*s.shape, parse_dtype(a["kv-dtype"].as<std::string>()));
+    s.description = s.shape->describe();
+    s.context = s.shape->context;
+    s.d = s.shape->d_model, s.f = s.shape->d_ff;
+    if (sized) {
+      s.model.params = s.model.matmul_params = params_flag(a, weights);
+      s.description += " as " + human(s.model.params, "") + " params";
+    }
+    if (a.count("kv-bytes-per-token"))
+      s.model.kv_bytes_per_token = parse_size(a["kv-bytes-per-token"].as<std::string>(), "kv-bytes-per-token");
+    return s;
+  }
+  if (!sized) throw UserError("give --model <preset>, the dimensions (--layers ...), or --params/--param-bytes");
+  if (!a.count("kv-bytes-per-token"))
+    throw UserError("a model given by --params/--param-bytes needs --kv-bytes-per-token, e.g. 100e3");
+  if (!a.count("context")) throw UserError("a model given by --params/--param-bytes needs --context, e.g. 8192");
+  const double params = params_flag(a, weights);
+  s.model = {params, params, parse_size(a["kv-bytes-per-token"].as<std::string>(), "kv-bytes-per-token"), 0};
+  s.context = parse_count(a["context"].as<std::string>(), "context");
+  s.d = a.count("d-model") ? a["d-model"].as<int64_t>() : 0;
+  s.f = a.count("d-ff") ? a["d-ff"].as<int64_t>() : 0;
+  s.description = human(params, "") + " params, " + human(s.model.kv_bytes_per_token, "B") + " KV per token";
+  return s;
+}
+
+int64_t count_flag(const cxxopts::ParseResult& a, const char* flag, int64_t otherwise) {
+  return a.count(flag) ? parse_count(a[flag].as<std::string>(), flag) : otherwise;
+}
+
+}  // namespace
+
+int cmd_serve(const cxxopts::ParseResult& a) {
+  const HardwareProfile hw = hardware_from(a);
+  const DType weights = parse_dtype(a["weights"].as<std::string>());
+  const Served s = served_from(a, weights);
+  const ServedModel& m = s.model;
+  const int chips = a.count("chips") ? a["chips"].as<int>() : slice_chips(m.params * bytes_of(weights), hw);
+  const SliceMemory mem = slice_memory(m, weights, chips, s.context, hw);
+  const std::optional<std::string> batch_flag = batch_text(a, "seqs");
+  const int64_t batch = batch_flag ? parse_count(*batch_flag, "batch") : mem.max_batch;
+  if (batch < 1) {
+    throw UserError("the weights (" + human(mem.weight_bytes, "B") + ") leave no room for one " + std::to_string(s.context) +
+                    "-token KV cache in " + std::to_string(chips) + " x " + human(hw.hbm_bytes, "B") +
+                    "; give --chips " + std::to_string(2 * std::max(chips, mem.weight_slice_chips)) +
+                    " or more, or --batch");
+  }
+  InferenceConfig c{.batch = batch, .context = s.context, .chips = chips, .weights = weights,
+                    .efficiency = efficiency_from(a)};
+  const int64_t generated = count_flag(a, "decode-tokens", 512);
+  const DecodeRun run = decode_run(m, c, generated, hw);
+  const DecodeEstimate& d = run.step;
+
+  const int64_t prompt = count_flag(a, "prompt-tokens", s.context);
+  const int64_t cached = count_flag(a, "cached-prefix", 0);
+  const double cache_bytes = a.count("cache-bytes") ? parse_size(a["cache-bytes"].as<std::string>(), "cache-bytes") : 0;
+  const PrefixCache prefix = prefix_cache(prompt, cached, cache_bytes, m.kv_bytes_per_token);
+  InferenceConfig p = c;
+  p.batch = 1;
+  p.context = prompt - cached;
+  p.chips = a.count("prefill-chips") ? a["prefill-chips"].as<int>() : chips;
+  const PrefillEstimate pre = estimate_prefill(m, p, hw);
+  const Eviction ev = eviction(batch, prompt, generated, m.kv_bytes_per_token);
+  const double qps = a.count("qps") ? a["qps"].as<double>() : 0;
+  const Disaggregation dis = disaggregation(pre.seconds, d.step_seconds, batch, generated, qps);
+
+  // An MoE layer's experts each see k/E of the batch: their matmuls need E/k times the batch.
+  const bool moe = s.shape && s.shape->experts > 0;
+  const double moe_critical = moe ? moe_critical_batch(d.critical_batch, s.shape->experts, s.shape->top_k) : 0;
+  const std::string moe_text = moe ? " (experts: " + human(moe_critical, "") + ", x E/k = " +
+                                         std::to_string(s.shape->experts) + "/" + std::to_string(s.shape->top_k) + ")"
+                                   : std::string();
+  const std::string on = std::to_string(chips) + " x " + hw.name;
+  std::string text = s.description + "\nweights " + to_string(weights) + " on " + on + "\nmemory: weights " +
+                     human(mem.weight_bytes, "B") + " = " + scientific(mem.weight_chips, "chips'") +
+                     " HBM (smallest power-of-two slice " + std::to_string(mem.weight_slice_chips) + "); " +
+                     human(mem.hbm_bytes, "B") + " HBM leaves " + human(mem.free_bytes, "B") + " (" +
+                     human(mem.free_bytes / chips, "B") + " per chip) = " +
+                     std::to_string(mem.max_batch) + " KV caches of " + std::to_string(s.context) + " tokens (" +
+                     human(mem.kv_bytes_per_sequence, "B") + " each)\n";
+  text += "decode, batch " + std::to_string(batch) + " at context " + std::to_string(s.context) + ": " +
+          human(d.step_seconds, "s") + " per step (weights " + human(d.params_seconds, "s") + " + KV " +
+          human(d.attention_seconds, "s") + (d.memory_bound ? ", memory-bound" : ", weights compute-bound") + "), " +
+          human(d.tokens_per_second, "tokens/s") + " (" + human(d.tokens_per_second_per_chip, "tokens/s") +
+          " per chip); weights + KV need >= " + std::to_string(d.min_chips) + " chips (a " +
+          std::to_string(slice_chips(d.weight_bytes + d.kv_bytes, hw)) + "-chip slice)" +
+          (d.fits ? "" : ": DOES NOT FIT") + "\n  " + std::to_string(generated) +
+          " tokens per query: " + human(run.seconds, "s") + "; " + scientific(run.queries_per_second, "queries/s") + " (" +
+          scientific(run.queries_per_second_per_chip, "queries/s") + " per chip); weights turn compute-bound above batch " +
+          human(d.critical_batch, "") + moe_text + "\n";
+
+  Json json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)}, {"chips", chips},
+            {"context_tokens", s.context}, {"batch_seqs", batch},
+            {"memory", Json{{"hbm_bytes", mem.hbm_bytes}, {"weight_bytes", mem.weight_bytes},
+                            {"weight_chips", mem.weight_chips}, {"weight_slice_chips", mem.weight_slice_chips},
+                            {"free_hbm_bytes", mem.free_bytes}, {"free_hbm_bytes_per_chip", mem.free_bytes / chips},
+                            {"kv_bytes_per_token", m.kv_bytes_per_token},
+                            {"kv_bytes_per_seq", mem.kv_bytes_per_sequence}, {"max_batch_seqs", mem.max_batch}}},
+            {"decode", Json{{"step_seconds", d.step_seconds}, {"weights_seconds", d.params_seconds},
+                            {"kv_seconds", d.attention_seconds}, {"memory_bound", d.memory_bound},
+                            {"critical_batch_seqs", d.critical_batch},
+                            {"expert_critical_batch_seqs", moe_critical}, {"fits", d.fits},
+                            {"min_chips", d.min_chips},
+                            {"min_slice_chips", slice_chips(d.weight_bytes + d.kv_bytes, hw)},
+                            {"tokens_per_second", d.tokens_per_second},
+                            {"tokens_per_second_per_chip", d.tokens_per_second_per_chip},
+                            {"decode_tokens", generated}, {"query_seconds", run.seconds},
+                            {"queries_per_second", run.queries_per_second},
+                            {"queries_per_second_per_chip", run.queries_per_second_per_chip}}}};
+
+  if (s.d > 0 && s.f > 0) {
+    const ShardingDTypes types{.weights = weights, .axes = a["axes"].as<int>()};
+    const GenerationSharding g = generation_sharding(batch, s.d, s.f, chips, types, hw);
+    const WeightStationary2d w2 = weight_stationary_2d(batch, s.d, s.f, chips,
+                                                       a.count("x-2d") ? a["x-2d"].as<double>() : 0, DType::kBf16, hw);
+    text += "model-sharded decode matmul [B,D] x [D,F/" + std::to_string(chips) + "] per chip: ICI " +
+            human(g.ici_seconds, "s") + ", HBM " + human(g.hbm_seconds, "s") + ", math " + human(g.math_seconds, "s") +
+            " (" + g.bound + "-bound)\n  ICI passes HBM above " + human(g.max_y, "") + "-way sharding (F / (B beta), beta = W_hbm / W_ici = " +
+            human(g.beta, "") + "); compute-bound (training) up to " + human(g.compute_bound_max_y, "") + "-way over " +
+            std::to_string(types.axes) + " axis(es); the activations' all-gather is latency-bound past " +
+            human(g.latency_bound_y, "") + "-way\n2D weight-stationary MLP on " + std::to_string(chips) +
+            " chips: X = " + human(w2.x, "") + ", YZ = " + human(w2.yz, "") + " (optimum X " + human(w2.optimal_x, "") +
+            "): comms " + human(w2.comms_2d_seconds, "s") + " vs 1D " + human(w2.comms_1d_seconds, "s") +
+            ", math " + human(w2.math_seconds, "s") + "; 2D moves less above " + human(w2.crossover_chips, "") +
+            " chips (18 F / D)\n";
+    json["model_sharding"] = Json{{"ici_seconds", g.ici_seconds}, {"hbm_seconds", g.hbm_seconds},
+                                  {"math_seconds", g.math_seconds}, {"bound", g.bound}, {"beta", g.beta},
+                                  {"max_model_parallel", g.max_y}, {"compute_bound_max_model_parallel", g.compute_bound_max_y},
+                                  {"latency_bound_model_parallel", g.latency_bound_y}};
+    json["weight_stationary_2d"] = Json{{"x", w2.x}, {"yz", w2.yz}, {"optimal_x", w2.optimal_x},
+                                        {"comms_2d_seconds", w2.comms_2d_seconds},
+                                        {"comms_1d_seconds", w2.comms_1d_seconds}, {"math_seconds", w2.math_seconds},
+                                        {"crossover_chips", w2.crossover_chips}};
+  }
+
+  text += "prefill of " + std::to_string(prompt) + " tokens" +
+          (cached > 0 ? " (" + std::to_string(cached) + " cached, " + human(100 * prefix.prefill_fraction, "") + "% computed)"
+                      : std::string()) +
+          " on " + std::to_string(p.chips) + " chips at " + human(100 * c.efficiency, "") + "% of peak: " +
+          human(pre.seconds, "s") + "\ntraffic (P " + std::to_string(prompt) + ", G " + std::to_string(generated) +
+          "): per decode step " + scientific(ev.sequences_per_step, "sequences") + " finish, " +
+          human(ev.tokens_per_step, "") + " tokens (" + human(ev.bytes_per_step, "B") + ") of KV evicted\n";
+  json["prefill"] = Json{{"prompt_tokens", prompt}, {"cached_prefix_tokens", cached}, {"chips", p.chips},
+                         {"seconds", pre.seconds}, {"compute_bound", pre.compute_bound}};
+  json["eviction"] = Json{{"seqs_per_step", ev.sequences_per_step}, {"tokens_per_step", ev.tokens_per_step},
+                          {"bytes_per_step", ev.bytes_per_step}};
+  text += "  interleaved on one server: " + scientific(dis.interleaved_qps, "queries/s") + "; disaggregated: " +
+          human(dis.prefill_per_decode, "") + " prefill servers per decode server (" +
+          scientific(dis.prefill_server_qps, "queries/s") + " vs " + scientific(dis.decode_server_qps, "queries/s") + ")";
+  if (qps > 0)
+    text += "; " + scientific(qps, "queries/s") + " need " + std::to_string(dis.prefill_servers) + " prefill + " +
+            std::to_string(dis.decode_servers) + " decode servers";
+  text += "\n";
+  json["disaggregation"] = Json{{"prefill_per_decode_server", dis.prefill_per_decode},
+                                {"prefill_server_queries_per_second", dis.prefill_server_qps},
+                                {"decode_server_queries_per_second", dis.decode_server_qps},
+                                {"interleaved_queries_per_second", dis.interleaved_qps},
+                                {"traffic_queries_per_second", qps}, {"prefill_servers", dis.prefill_servers},
+                                {"decode_servers", dis.decode_servers}};
+  if (cache_bytes > 0) {
+    text += "  prefix cache of " + human(cache_bytes, "B") + " holds " + std::to_string(prefix.prompts_held) + " prompts' KV\n";
+    json["prefix_cache"] = Json{{"cache_bytes", cache_bytes}, {"prompts_held", prefix.prompts_held},
+                                {"prefill_fraction", prefix.prefill_fraction}};
+  }
+  emit(a, json, text);
+  return 0;
+}
+
+}  // namespace shardlab::plan

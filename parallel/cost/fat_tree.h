@@ -1,0 +1,78 @@
+// GPU networks above the NVLink domain (book chapter "gpus", "Beyond the node level" and
+// "Cross-node collectives"): the DGX SuperPod fat tree -- nodes of n GPUs on NVLink, 32
+// nodes under the leaf InfiniBand switches of a Scalable Unit (SU), SUs under the spine --
+// its per-level bandwidth, and collectives whose groups span levels, with an inner
+// model-parallel axis and with SHARP in-network reductions.
+//
+// Level i has degree D_i (children under one switch group) and a link of W_i bytes/s (one
+// direction) from each child: node: n GPUs, W = NVLink egress (450 GB/s on H100); leaf: 32
+// nodes, W = node egress = n x NIC (8 x 50 GB/s); spine: SUs, W = 32 x node egress (12.8
+// TB/s), divided by the spine's oversubscription (1: full bisection). The book's
+// collective bandwidth of a level is D_i W_i / (D_i - 1) (514 GB/s, 413 GB/s, 17.1 TB/s on
+// H100), the tree's the least of the levels a group spans. An all_gather or reduce_scatter
+// of V bytes over a group whose inner axis Y (model parallelism, inner to the node) shards
+// the array takes
+//   T = V max_i (D_i - 1) / (D_i max(Y, S_i) w_i),  S_i GPUs under one child, w_i = W_i / S_i
+// with D_i the group's own degree at level i; an all_reduce twice that, or with SHARP
+// (switches reduce) V / min_i(...) without the (D-1)/D factor -- the book's theory: 75%
+// faster; it measures ~30%. An all_to_all over M > 1 nodes: V (M - 1) / (M^2 W_node).
+//
+//   FatTree t = fat_tree(hardware("h100"));
+//   GpuCollective c = fat_tree_collective(t, CollectiveOp::kAllGather, 537e6, 256, {.inner = 16});
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/cost/collective_op.h"
+#include "parallel/cost/hardware.h"
+
+namespace shardlab::cost {
+
+struct FatTreeLevel {
+  std::string name;           // "node", "leaf", "spine"
+  int degree = 0;             // children per group at this level (the spine: SUs)
+  int child_gpus = 0;         // S_i: GPUs under one child
+  double link_bandwidth = 0;  // W_i: bytes/s from one child into this level, one direction
+  double per_gpu() const { return link_bandwidth / child_gpus; }
+  // D W / (D - 1): the all_gather bandwidth of a full group at this level.
+  double collective_bandwidth() const { return degree * link_bandwidth / (degree - 1); }
+  int gpus() const { return degree * child_gpus; }
+};
+
+struct FatTree {
+  std::vector<FatTreeLevel> levels;  // node first
+  double node_egress = 0;            // bytes/s out of one node (the leaf link)
+};
+
+// The DGX SuperPod reference tree for a GPU profile (UserError for a torus): nodes of
+// hw.node_size GPUs, 32-node SUs, `sus` SUs under the spine (4: the 1024-GPU SuperPod),
+// the spine's uplinks divided by `oversubscription` (>= 1).
+FatTree fat_tree(const HardwareProfile& hw, int sus = 4, double oversubscription = 1);
+
+struct CollectiveOptions {
+  int inner = 1;       // Y: size of an inner axis (GPUs next to each other) the array is sharded over
+  bool sharp = false;  // in-network reduction for all_reduce
+};
+
+struct LevelTime {
+  std::string level;
+  int degree = 0;      // the group's degree at this level
+  double seconds = 0;
+};
+
+struct GpuCollective {
+  double seconds = 0;
+  std::string bound_level;         // the level whose time is the largest
+  double bandwidth = 0;            // V / seconds (per all_gather pass)
+  double bisection_bandwidth = 0;  // both directions across the group's halves: gpus x per-GPU bandwidth
+  std::vector<LevelTime> levels;   // the levels the group spans
+};
+
+// A collective of V bytes over `gpus` consecutive GPUs (a multiple of the node, or part of
+// one). UserError when the group is not whole nodes or does not fit the tree, or when the
+// inner axis does not divide it.
+GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double bytes, int gpus,
+                                  const CollectiveOptions& options = {});
+
+}  // namespace shardlab::cost

@@ -1,0 +1,109 @@
+// The GPU chapter's network figures (gpus.md of jax-ml/scaling-book: nodes, the DGX
+// SuperPod fat tree, cross-node collectives, SHARP) behind `shardlab-plan network`
+// (parallel/cost/fat_tree.h), as tables (tests/book_figure.h), then general behaviour.
+#include <doctest/doctest.h>
+
+#include "framework/error.h"
+#include "parallel/cost/fat_tree.h"
+#include "tests/book_figure.h"
+
+using namespace shardlab::cost;
+using shardlab::test::check;
+using shardlab::test::kBook;
+using shardlab::test::kExact;
+
+namespace {
+
+constexpr double kUs = 1e-6;
+
+double seconds(const FatTree& t, CollectiveOp op, double bytes, int gpus, CollectiveOptions o = {}) {
+  return fat_tree_collective(t, op, bytes, gpus, o).seconds;
+}
+
+}  // namespace
+
+TEST_CASE("the H100 SuperPod's levels and their collective bandwidth (gpus.md)") {
+  const FatTree h100 = fat_tree(hardware("h100"));
+  REQUIRE(h100.levels.size() == 3);
+  const FatTreeLevel &node = h100.levels[0], &leaf = h100.levels[1], &spine = h100.levels[2];
+  const char* levels = "gpus.md, Beyond the node level (level table)";
+  const char* precise = "gpus.md, Cross-node collectives (precise derivation)";
+  const GpuCollective pod = fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 1024);
+  check({
+      {levels, "node: 8 GPUs, 450 GB/s each", node.link_bandwidth, 450e9, kExact},
+      {levels, "leaf (SU): 256 GPUs", static_cast<double>(leaf.gpus()), 256, 1e-12},
+      {levels, "leaf: 400 GB/s node egress (8 x 400 Gbps)", leaf.link_bandwidth, 400e9, kExact},
+      {levels, "leaf: 50 GB/s per GPU", leaf.per_gpu(), 50e9, kExact},
+      {levels, "spine: 1024 GPUs", static_cast<double>(spine.gpus()), 1024, 1e-12},
+      {levels, "spine: 12.8 TB/s per SU", spine.link_bandwidth, 12.8e12, kExact},
+      {precise, "node AG bandwidth 450e9 x 8 / 7 = 514 GB/s", node.collective_bandwidth(), 514e9, kExact},
+      {precise, "leaf 400e9 x 32 / 31 = 413 GB/s", leaf.collective_bandwidth(), 413e9, kExact},
+      {precise, "spine 12.8e12 x 4 / 3 = 17.1 TB/s", spine.collective_bandwidth(), 17.1e12, 0.01},
+      {precise, "the SuperPod's AG bandwidth, the least: 413 GB/s", pod.bandwidth, 413e9, kExact},
+      {"gpus.md, Quiz 2 Q1-Q2", "an H100 node's 8 x 450 GB/s (bisection both ways, 3.6 TB/s)",
+       fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 8).bisection_bandwidth, 3.6e12, kExact},
+      {"gpus.md, Node egress table", "B200: 900 GB/s per GPU", fat_tree(hardware("b200")).levels[0].link_bandwidth,
+       900e9, kExact},
+      {"gpus.md, Node egress table", "B200: 400 GB/s per node", fat_tree(hardware("b200")).node_egress, 400e9, kExact},
+  });
+  CHECK(pod.bound_level == "leaf");
+}
+
+TEST_CASE("collectives in a node, across nodes, with an inner axis and with SHARP (gpus.md)") {
+  const FatTree h100 = fat_tree(hardware("h100"));
+  const double array = 4096.0 * 65536 * 2;       // Quiz 2 Q3: bf16[4096, 65536]
+  const double pop1 = 2.0 * 1024 * 16384;        // Pop Quiz 1: bf16[1024, 16384]
+  const double pop3 = 2.0 * 8192 * 32768;        // Pop Quiz 3: bf16[8192, 32768]
+  const double ar = 1e9;
+  const char* pop3_where = "gpus.md, Pop Quiz 3 [Sharding along 2 axes]";
+  check({
+      {"gpus.md, Quiz 2 Q3", "AllGather of 512 MB in a node: 536e6 x 7 / 3.6e12", seconds(h100, CollectiveOp::kAllGather, array, 8),
+       1.04e-3, 0.01},
+      {"gpus.md, Pop Quiz 1 [AllGather time]", "bf16[1024, 16384] in a node, precisely 65 us",
+       seconds(h100, CollectiveOp::kAllGather, pop1, 8), 65 * kUs, 0.01},
+      {pop3_where, "Y <= 8 over one SU: 2 D F x 31 / (32 x 400e9)", seconds(h100, CollectiveOp::kAllGather, pop3, 256),
+       pop3 * 31 / (32 * 400e9), kExact},
+      {pop3_where, "Y = 8 does not help (the node level only)",
+       seconds(h100, CollectiveOp::kAllGather, pop3, 256, {.inner = 8}), pop3 * 31 / (32 * 400e9), kExact},
+      // The book's 2 D F / (Y 50 GB/s) drops the leaf's (32 - 1) / 32.
+      {pop3_where, "Y = 16: 2 D F / (Y x 50 GB/s)", seconds(h100, CollectiveOp::kAllGather, pop3, 256, {.inner = 16}),
+       pop3 / (16 * 50e9), kBook},
+      {"gpus.md, In network reductions", "SHARP AllReduce in a node: bytes / W",
+       seconds(h100, CollectiveOp::kAllReduce, ar, 8, {.sharp = true}), ar / 450e9, kExact},
+      {"gpus.md, In network reductions", "... the predicted 75% gain over 2 (N - 1) / N bytes / W",
+       seconds(h100, CollectiveOp::kAllReduce, ar, 8) / seconds(h100, CollectiveOp::kAllReduce, ar, 8, {.sharp = true}),
+       1.75, kExact},
+      {"gpus.md, AllToAlls", "in a node: B (N - 1) / (W N^2)", seconds(h100, CollectiveOp::kAllToAll, ar, 8),
+       ar * 7 / (450e9 * 64), kExact},
+      // The book: "B / (2 x 400e9) when spanning 2 nodes", its B / (M W) approximation of
+      // B (M - 1) / (M^2 W), which at M = 2 is B / (4 W): half of what it prints.
+      {"gpus.md, Other collectives", "all_to_all over 2 nodes: B (M - 1) / (M^2 W_node) (book: B / (2 W_node))",
+       seconds(h100, CollectiveOp::kAllToAll, ar, 16), ar / (4 * 400e9), kExact},
+  });
+  // The inner axis cuts the scale-out time in proportion to the nodes it spans.
+  CHECK(seconds(h100, CollectiveOp::kAllGather, pop3, 256, {.inner = 32}) ==
+        doctest::Approx(seconds(h100, CollectiveOp::kAllGather, pop3, 256, {.inner = 16}) / 2));
+  // The spine never binds a full-bisection tree; oversubscribed 8:1 it does.
+  CHECK(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 1024).bound_level == "leaf");
+  CHECK(fat_tree_collective(fat_tree(hardware("h100"), 4, 64), CollectiveOp::kAllGather, 1e9, 1024).bound_level ==
+        "spine");
+}
+
+TEST_CASE("fat tree: general behaviour and errors") {
+  const FatTree h100 = fat_tree(hardware("h100"));
+  CHECK(seconds(h100, CollectiveOp::kAllGather, 1e9, 1) == 0);
+  CHECK(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 4).levels.size() == 1);  // part of a node
+  CHECK(fat_tree(hardware("h100"), 8).levels.back().gpus() == 2048);  // the book's 2048: 8 SUs
+  CHECK(fat_tree(hardware("h100"), 1).levels.size() == 2);            // one SU: no spine
+  CHECK_THROWS_WITH_AS(fat_tree(hardware("tpu-v5e")), doctest::Contains("is a torus"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 12),
+                       doctest::Contains("not whole leaf children of 8 GPUs"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 2048),
+                       doctest::Contains("does not fit the tree's 1024"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 256, {.inner = 3}),
+                       doctest::Contains("inner axis 3 does not divide"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(fat_tree_collective(h100, CollectiveOp::kSend, 1e9, 16), doctest::Contains("prices all_gather"),
+                       shardlab::UserError);
+  CHECK_THROWS_WITH_AS(fat_tree(hardware("h100"), 4, 0.5), doctest::Contains("oversubscription 0.5"),
+                       shardlab::UserError);
+}
