@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/cost/strategies.h"
 #include "parallel/cost/transformer.h"
@@ -16,44 +15,22 @@ int axis_size(const parallel::Mesh& mesh, const char* axis) { return mesh.has_ax
 
 }  // namespace
 
-std::vector<cost::GemmShape> model_gemm_shapes(const RunConfig& run, const parallel::Mesh& mesh) {
-  const nn::ModelConfig& c = run.model;
-  const int64_t t = axis_size(mesh, "tensor"), pipe = axis_size(mesh, "pipe");
-  const int64_t rows = std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).all->size() / run.grad_accum);
-  const int64_t M = rows * run.sequence_length(), D = c.d_model, H = c.head_dim(), F = c.d_ff;
-  const int64_t layers = std::max<int64_t>(1, c.n_layers / pipe);  // one stage's
-  const int64_t moe_layers = c.experts > 0 ? std::max<int64_t>(0, c.moe_layers() / pipe) : 0;
-  const int64_t dense_layers = layers - moe_layers;
-  const int64_t up = c.arch == nn::Arch::Llama ? 2 : 1;  // SwiGLU: gate and up projections
-  std::vector<cost::GemmShape> shapes = {
-      {.m = M, .k = D, .n = (c.n_heads + 2 * c.n_kv_heads) * H / t, .count = layers},  // wqkv
-      {.m = M, .k = c.n_heads * H / t, .n = D, .count = layers},                        // wo
-      {.m = M, .k = D, .n = F / t, .count = up * dense_layers},                          // MLP up
-      {.m = M, .k = F / t, .n = D, .count = dense_layers},                               // MLP down
-      {.m = M, .k = D, .n = c.vocab / t, .count = 1},                                    // head
-  };
-  if (moe_layers > 0) {  // each expert sees about k/E of the tokens
-    const int64_t m = std::max<int64_t>(1, M * c.top_k / c.experts);
-    const int64_t experts = c.experts / axis_size(mesh, "expert") * moe_layers;
-    shapes.push_back({.m = m, .k = D, .n = F / t, .count = up * experts});
-    shapes.push_back({.m = m, .k = F / t, .n = D, .count = experts});
-  }
-  return shapes;
-}
-
-double measure_model_gemm_flops(const RunConfig& run, const parallel::Mesh& mesh) {
-  float flops = static_cast<float>(cost::measure_gemm_shapes_flops(model_gemm_shapes(run, mesh)));
-  parallel::all_reduce(mesh.all(), {&flops, 1});
-  return flops / mesh.size();
-}
-
 namespace {
+
+// The optimizer's pass over this rank's parameters at the calibrated memory bandwidth:
+// AdamW reads weight, gradient and two moments and writes three; zeroing and the gradient
+// norm add two more: 9 floats per parameter.
+double optimizer_seconds(const RunConfig& run, const cost::TrainConfig& tc, const cost::Layout& l,
+                         const cost::HardwareProfile& hw) {
+  if (hw.hbm_bandwidth <= 0) return 0.0;
+  const double optimizer_shards = run.zero >= 1 ? l.data * l.fsdp : 1;
+  const double params = cost::count_params(tc.model).total / (l.tensor * l.pipe * optimizer_shards);
+  return sizeof(float) * 9.0 * params / hw.hbm_bandwidth;
+}
 
 // What a FLOP count misses, at the calibrated memory bandwidth: the element-wise work of
 // forward and backward (norms, residuals, softmax, the MLP activation, the loss over the
-// vocabulary) on this rank's tokens and layers, and the optimizer's pass over this rank's
-// parameters (AdamW reads weight, gradient and two moments and writes three; zeroing and
-// the gradient norm add two more: 9 floats per parameter).
+// vocabulary) on this rank's tokens and layers.
 double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, const cost::Layout& l,
                            const cost::HardwareProfile& hw) {
   if (hw.hbm_bandwidth <= 0) return 0.0;
@@ -62,9 +39,7 @@ double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, co
   const double layers = static_cast<double>(tc.model.layers) / l.pipe;
   const double loss = 6.0 * static_cast<double>(tc.model.vocab) / l.tensor;  // softmax and its gradient
   const double per_token = layers * (t.replicated + t.divided / l.tensor) + loss;
-  const double optimizer_shards = run.zero >= 1 ? l.data * l.fsdp : 1;
-  const double params = cost::count_params(tc.model).total / (l.tensor * l.pipe * optimizer_shards);
-  return sizeof(float) * (tokens * per_token + 9.0 * params) / hw.hbm_bandwidth;
+  return sizeof(float) * tokens * per_token / hw.hbm_bandwidth;
 }
 
 // Experts compute every slot of their capacity, filled or not: ceil(C T k / E) rows per
@@ -82,7 +57,7 @@ double expert_padding_seconds(const RunConfig& run, const cost::TrainConfig& tc,
 
 }  // namespace
 
-double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, double gemm_flops,
+double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, const ComputeProbe* probe,
                                const parallel::PipelineParallel* pipeline) {
   cost::TrainConfig tc;
   tc.model = cost::shape_of(run.model);
@@ -96,11 +71,16 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
                             .expert = axis_size(mesh, "expert"),
                             .tensor = axis_size(mesh, "tensor"),
                             .microbatches = run.grad_accum};
-  cost::HardwareProfile hw = cost::hardware("local");
-  if (gemm_flops > 0) hw.flops_fp32 = hw.flops_bf16 = gemm_flops;  // fp32 training here: both the same
+  const cost::HardwareProfile hw = cost::hardware("local");
   const cost::StepEstimate e = cost::estimate_train_step(tc, layout, hw);
-  const double busy = e.compute_seconds * (1.0 - e.bubble_fraction) + elementwise_seconds(run, tc, layout, hw) +
-                      expert_padding_seconds(run, tc, mesh.size(), hw.flops_fp32);
+  double busy = optimizer_seconds(run, tc, layout, hw);
+  if (probe) {  // a stage's periods of blocks and (the last stage's) head, every microbatch
+    const double periods = static_cast<double>(run.model.n_layers) / layout.pipe / probe->period_blocks;
+    busy += run.grad_accum * (periods * probe->period_seconds + probe->head_seconds);
+  } else {
+    busy += e.compute_seconds * (1.0 - e.bubble_fraction) + elementwise_seconds(run, tc, layout, hw) +
+            expert_padding_seconds(run, tc, mesh.size(), hw.flops_fp32);
+  }
   if (!pipeline) return busy / (1.0 - e.bubble_fraction);
   // The schedule in units of one microbatch's forward through a rank's stages: a rank is
   // busy 3m of them (forward 1, backward 2).

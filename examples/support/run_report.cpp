@@ -1,6 +1,7 @@
 #include "examples/support/run_report.h"
 
 #include "examples/support/compute_prediction.h"
+#include "examples/support/compute_probe.h"
 #include "examples/support/memory_estimate.h"
 
 #include <omp.h>
@@ -64,16 +65,16 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   peak_flops_ = peak;
   flops_per_token_ = train_flops_per_token(run.model, run.sequence_length());
   tokens_per_step_ = static_cast<double>(run.batch * run.sequence_length());
-  MemoryTracker::reset_peaks();  // from here on: the layout's own footprint
 
   // Prediction: compute from the cost model on the calibrated local profile, communication
   // from this layout's own plan of collectives on the mesh's (emulated) links, overlapped.
   bool calibrated = cost::hardware("local").calibrated;
   std::string no_prediction = "the local hardware profile is not calibrated; run `shardlab-plan calibrate`";
   double compute = 0.0;
-  const double gemm_flops = measure_model_gemm_flops(run, mesh);  // collective: every rank
+  const ComputeProbe probe = probe_compute(run, mesh);  // collective: every rank
+  MemoryTracker::reset_peaks();  // from here on: the layout's own footprint (the probe's stand-in is gone)
   try {
-    if (calibrated) compute = predict_compute_seconds(run, mesh, gemm_flops, pipeline_);
+    if (calibrated) compute = predict_compute_seconds(run, mesh, &probe, pipeline_);
   } catch (const UserError& e) {  // a legal run the cost model cannot price (e.g. an uneven pipeline split)
     calibrated = false;
     no_prediction = "the cost model cannot price this layout: " + std::string(e.what());
@@ -127,8 +128,8 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
               peak_flops_ / 1e9, flops_per_token_ / 1e6);
   if (calibrated) {
-    std::printf("predict %.1f ms per step: compute %.1f ms at %.1f GFLOP/s (this model's GEMM shapes, measured now)",
-                predicted_step_ * 1e3, compute * 1e3, gemm_flops / 1e9);
+    std::printf("predict %.1f ms per step: compute %.1f ms (%s, timed now)", predicted_step_ * 1e3, compute * 1e3,
+                probe.describe().c_str());
   } else {
     std::printf("predict (compute: none, %s)", no_prediction.c_str());
   }

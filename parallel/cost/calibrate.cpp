@@ -39,40 +39,6 @@ double measure_gemm_flops(int64_t n, double seconds) {
   return 2.0 * n * n * n / t;
 }
 
-double measure_gemm_shapes_flops(const std::vector<GemmShape>& shapes, int repeats) {
-  double flops = 0, seconds = 0;
-  for (const GemmShape& g : shapes) {
-    if (g.m < 1 || g.k < 1 || g.n < 1) continue;
-    std::vector<float> x(g.m * g.k, 1.0f), w(g.n * g.k, 0.5f), y(g.m * g.n, 0.25f), dx(g.m * g.k), dw(g.n * g.k);
-    const auto best = [repeats](auto run) {
-      run();  // warm-up: creates the oneDNN primitive
-      double t = 1e30;
-      for (int i = 0; i < repeats; ++i) {
-        const auto t0 = Clock::now();
-        run();
-        t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      return t;
-    };
-    // y = x w^T;  dx = dy w;  dw = dy^T x
-    double t = best([&] {
-      matmul_raw(x.data(), MatView::matrix(g.m, g.k, g.k), w.data(), MatView::matrix(g.k, g.n, g.k, true), y.data(),
-                 MatView::matrix(g.m, g.n, g.n));
-    });
-    t += best([&] {
-      matmul_raw(y.data(), MatView::matrix(g.m, g.n, g.n), w.data(), MatView::matrix(g.n, g.k, g.k), dx.data(),
-                 MatView::matrix(g.m, g.k, g.k));
-    });
-    t += best([&] {
-      matmul_raw(y.data(), MatView::matrix(g.n, g.m, g.n, true), x.data(), MatView::matrix(g.m, g.k, g.k), dw.data(),
-                 MatView::matrix(g.n, g.k, g.k));
-    });
-    seconds += t * static_cast<double>(g.count);
-    flops += 3 * 2.0 * static_cast<double>(g.m) * g.k * g.n * g.count;
-  }
-  return seconds > 0 ? flops / seconds : 0.0;
-}
-
 double measure_memory_bandwidth(double seconds) {
   const size_t n = size_t{16} << 20;  // 3 x 64 MiB, far past any cache
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);

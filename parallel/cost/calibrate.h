@@ -32,16 +32,6 @@ struct CalibrationOptions {
 
 double measure_gemm_flops(int64_t n, double seconds);
 
-// One Linear layer's matmul of a training step: [m, k] inputs times a [n, k] weight.
-struct GemmShape {
-  int64_t m = 1, k = 1, n = 1;
-  int64_t count = 1;  // how many of them a step has (its FLOPs and time weigh this much)
-};
-// FLOP/s of a training step's matmuls at these shapes: for each, the forward product and
-// the two backward ones (input and weight gradients, with the transposes a Linear layer
-// uses), each the best of `repeats` after a warm-up; total FLOPs over total time. What the
-// model's own GEMMs reach, which small or skinny shapes keep well below the n x n peak.
-double measure_gemm_shapes_flops(const std::vector<GemmShape>& shapes, int repeats = 3);
 double measure_memory_bandwidth(double seconds);
 double measure_copy_bandwidth(double seconds);  // one memcpy of 64 MiB: bytes/s
 

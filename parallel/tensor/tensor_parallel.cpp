@@ -172,6 +172,19 @@ RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> shar
 
 }  // namespace
 
+void shard_tensor_shapes(nn::Transformer& model, int t, int rank, uint64_t seed) {
+  const nn::ModelConfig& c = model.config;
+  const std::map<std::string, TensorShard> shards = tensor_shards(c, t, rank);
+  for (const nn::Parameter& p : model.parameters()) {
+    const auto it = shards.find(p.name);
+    if (it != shards.end()) shard_parameter(p, it->second, seed);
+  }
+  for (auto& block : model.blocks) {
+    block->attn.n_heads = c.n_heads / t;
+    block->attn.n_kv_heads = kv_heads_of(c, t, rank).second;
+  }
+}
+
 std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
                                                       const TensorParallelConfig& config) {
   auto result = std::make_unique<TensorParallel>(model, tensor);
@@ -179,19 +192,13 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   if (t == 1) return result;
   const int rank = tensor.rank();
   const nn::ModelConfig& c = model.config;
-  const std::map<std::string, TensorShard> shards = tensor_shards(c, t, rank);
-  for (const nn::Parameter& p : model.parameters()) {
-    const auto it = shards.find(p.name);
-    if (it != shards.end()) shard_parameter(p, it->second, seed);
-  }
+  shard_tensor_shapes(model, t, rank, seed);
 
   const auto sharded = std::make_shared<bool>(false);  // this forward's stream: split or whole
   const RegionHooks h = config.overlap             ? overlapped_hooks(tensor, sharded)
                         : config.sequence_parallel ? sequence_parallel_hooks(tensor, sharded)
                                                    : megatron_hooks(tensor);
   for (auto& block : model.blocks) {
-    block->attn.n_heads = c.n_heads / t;
-    block->attn.n_kv_heads = kv_heads_of(c, t, rank).second;
     if (c.n_kv_heads < t) {
       SL_ASSERT(!block->attn.wqkv.bias.defined(), "shared kv heads are a LLaMA (bias-free) case");
       const int64_t q_rows = c.n_heads / t * c.head_dim(), kv0 = kv_heads_of(c, t, rank).first, K = c.n_kv_heads;

@@ -76,6 +76,12 @@ struct TensorParallelConfig {
 std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
                                                       const TensorParallelConfig& config = {});
 
+// Rank `rank`'s shard of `model` on a tensor axis of size `t` without any hook or
+// collective: parameters cut as apply_tensor_parallel cuts them (deferred ones filled
+// from `seed`) and attention's head counts set. apply_tensor_parallel starts with it; on
+// its own it is a stand-in for timing one rank's compute (examples/support/compute_probe.h).
+void shard_tensor_shapes(nn::Transformer& model, int t, int rank, uint64_t seed);
+
 // Appends the collectives those hooks issue on the tensor axis in one training step of
 // `microbatches` microbatches of `rows` sequences of `seq_len` tokens each, in issue
 // order (step_plan.h); the gradient-norm all_reduce is the data-parallel strategy's.

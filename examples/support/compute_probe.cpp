@@ -1,0 +1,88 @@
+#include "examples/support/compute_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "framework/nn/module.h"
+#include "framework/nn/transformer.h"
+#include "framework/rng.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/tensor/tensor_parallel.h"
+
+namespace shardlab::cli {
+namespace {
+
+constexpr int kRepeats = 5;          // the fastest of five, after one warm-up pass
+constexpr int64_t kProbeTokens = 512;  // tokens timed (whole sequences); a microbatch's time scales with its rows
+
+// The run's model cut to `blocks` blocks and to this rank's tensor shard, with one
+// microbatch of tokens from its shard of the vocabulary.
+struct StandIn {
+  std::unique_ptr<nn::Transformer> model;
+  std::vector<int32_t> ids;
+  int64_t rows = 0, seq = 0;
+
+  StandIn(const RunConfig& run, int64_t blocks, int tensor, int64_t rows_) : rows(rows_), seq(run.sequence_length()) {
+    nn::ModelConfig c = run.model;
+    c.n_layers = blocks;
+    {
+      nn::DeferParameters defer;
+      model = std::make_unique<nn::Transformer>(c);
+    }
+    if (tensor > 1) parallel::shard_tensor_shapes(*model, tensor, 0, run.seed);
+    nn::initialize_unallocated(*model, run.seed);
+    const uint64_t vocab = static_cast<uint64_t>(std::max<int64_t>(1, c.vocab / tensor));
+    const Rng rng(run.seed);
+    ids.resize(static_cast<size_t>(rows * seq));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(rng.bits(0, i) % vocab);
+  }
+
+  double step_seconds() {  // forward and backward
+    const auto start = std::chrono::steady_clock::now();
+    model->loss(ids, ids, rows, seq).backward();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    model->zero_grad();
+    return seconds;
+  }
+};
+
+}  // namespace
+
+std::string ComputeProbe::describe() const {
+  char text[128];
+  std::snprintf(text, sizeof text, "%s %.1f ms + head %.1f ms per microbatch",
+                period_blocks > 1 ? "period of blocks" : "block", period_seconds * 1e3, head_seconds * 1e3);
+  return text;
+}
+
+ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
+  const int tensor = mesh.has_axis("tensor") ? mesh.axis_size("tensor") : 1;
+  const int64_t rows =
+      std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).all->size() / std::max(1, run.grad_accum));
+  ComputeProbe probe;
+  probe.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
+  const int64_t seq = std::max<int64_t>(1, run.sequence_length());
+  const int64_t timed = std::min(rows, std::max<int64_t>(1, (kProbeTokens + seq - 1) / seq));
+  StandIn one_period(run, probe.period_blocks, tensor, timed), two_periods(run, 2 * probe.period_blocks, tensor, timed);
+  double one = 1e30, two = 1e30;
+  for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
+    const double a = one_period.step_seconds(), b = two_periods.step_seconds();
+    if (pass == 0) continue;  // warm-up: oneDNN primitives, first touch of the buffers
+    one = std::min(one, a);
+    two = std::min(two, b);
+  }
+  // Scaled to the microbatch's rows; the mean over the ranks, all probing at once.
+  const double scale = static_cast<double>(rows) / static_cast<double>(timed);
+  std::vector<float> measured = {static_cast<float>(scale * std::max(two - one, 0.5 * one)),
+                                 static_cast<float>(scale * std::max(0.0, 2 * one - two))};
+  parallel::all_reduce(mesh.all(), measured);
+  probe.period_seconds = measured[0] / mesh.size();
+  probe.head_seconds = measured[1] / mesh.size();
+  return probe;
+}
+
+}  // namespace shardlab::cli
