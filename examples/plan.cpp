@@ -308,7 +308,9 @@ int main(int argc, char** argv) {
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
-          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2", cxxopts::value<std::string>())
+          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
+                     "tensor; sequence shards each sequence's tokens, for fewer sequences than chips)",
+           cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
           ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")
