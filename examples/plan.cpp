@@ -240,7 +240,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
     {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
-    {"collective", "one collective or point-to-point send on a torus or switched mesh: time, hops, latency bound"},
+    {"collective", "one collective or point-to-point send on a torus or GPU network (fat tree past a node): time, hops, latency bound"},
     {"network", "a GPU cluster's fat tree: per-level bandwidth, collectives spanning nodes, SHARP"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},

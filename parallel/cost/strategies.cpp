@@ -7,6 +7,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/activations.h"
+#include "parallel/cost/fat_tree.h"
 
 namespace shardlab::cost {
 
@@ -96,6 +97,7 @@ CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inne
   if (size <= 1) return {};
   if (hw.interconnect == Interconnect::kSwitched) {
     if (inner * size <= hw.node_size) return gpu_collective(op, bytes, size, hw);
+    if (spans_whole_nodes(op, size, inner, hw)) return fat_tree_axis_collective(op, bytes, size, inner, hw);
     if (inner >= hw.node_size) {
       CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
       c.path = "infiniband";

@@ -119,8 +119,10 @@ double predicted_train_step_seconds(const TransformerShape& shape, int64_t token
 // The collective of one mesh axis inside a layout of `chips` chips, `inner` of which lie on
 // axes nested inside it. Torus: the axis spans round(log(size)/log(side)) physical axes of
 // a slice with side chips^(1/torus_axes), wraparound only when it covers whole sides; past
-// a pod (hw.node_size) it runs over DCN. GPU: NVLink while inner x size fits a node, then
-// hierarchical NVLink + InfiniBand, then InfiniBand rails alone.
+// a pod (hw.node_size) it runs over DCN. GPU: NVLink while inner x size fits a node; over
+// whole nodes the fat tree (fat_tree_axis_collective, the inner axes as its inner axis);
+// otherwise hierarchical NVLink + InfiniBand, or InfiniBand rails alone once the inner
+// axes fill a node.
 CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inner, int chips,
                                const HardwareProfile& hw);
 
