@@ -127,6 +127,24 @@ TEST_CASE("collective and train price groups spanning nodes by the fat tree (gpu
                        doctest::Contains("does not span whole nodes of 8"), shardlab::UserError);
 }
 
+// GB200 NVL72 (gpus.md, "GB200 NVL72"): 72 B200s share one NVLink domain whose egress is
+// 72 x 400 Gbps; an all_gather over the domain stays on NVLink, one over two domains too.
+TEST_CASE("GB200 NVL72: a 72-GPU NVLink domain and 3.6 TB/s node egress (gpus.md)") {
+  const HardwareProfile& nvl72 = hardware("gb200-nvl72");
+  const FatTree t = fat_tree(nvl72);
+  const char* where = "gpus.md, Node egress table (GB200 NVL72)";
+  check({
+      {where, "GPUs per NVLink domain", static_cast<double>(nvl72.node_size), 72, 1e-12},
+      {where, "NVLink per GPU, 900 GB/s", t.levels[0].link_bandwidth, 900e9, kExact},
+      {where, "node egress 72 x 50 GB/s = 3.6 TB/s", t.node_egress, 3.6e12, kExact},
+      {where, "node AG bandwidth 72 x 900e9 / 71", t.levels[0].collective_bandwidth(), 72 * 900e9 / 71, kExact},
+      {where, "AllGather of 1 GB over one NVL72: 71/72 V / 900 GB/s",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {72}, nvl72).seconds, 71.0 / 72 * 1e9 / 900e9, kExact},
+      {where, "... over two NVL72s, still NVLink-bound (the leaf: 1/2 V / 3.6 TB/s)",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {144}, nvl72).seconds, 71.0 / 72 * 1e9 / 900e9, kExact},
+  });
+}
+
 TEST_CASE("fat tree: general behaviour and errors") {
   const FatTree h100 = fat_tree(hardware("h100"));
   CHECK(seconds(h100, CollectiveOp::kAllGather, 1e9, 1) == 0);

@@ -14,7 +14,7 @@ constexpr int kNodesPerSu = 32;  // the reference SuperPod's Scalable Unit
 
 FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
   if (hw.interconnect != Interconnect::kSwitched)
-    throw UserError(hw.name + " is a torus, not a switched GPU network; give a GPU profile (a100, h100, h200, b200)");
+    throw UserError(hw.name + " is a torus, not a switched GPU network; give a GPU profile (a100, h100, h200, b200, gb200-nvl72)");
   if (sus < 1) throw UserError("SUs " + std::to_string(sus) + " must be at least 1");
   if (!(oversubscription >= 1))
     throw UserError("oversubscription " + format_number(oversubscription) + " must be >= 1 (1: full bisection)");

@@ -1,6 +1,7 @@
 #include "parallel/cost/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "framework/error.h"
@@ -70,9 +71,9 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
   Plan plan;
   const std::vector<int> sizes = divisors(chips);
   const bool moe = c.model.experts > 0;
-  // A sequence axis only where the token-sharding axes data x fsdp x expert x sequence
-  // exceed the batch's sequences (the book shards the sequence once they run out), and
-  // never for train_gpt, which has no sequence axis.
+  // A sequence axis only where folding it into the batch axes would not split the batch's
+  // sequences evenly (the book shards the sequence once they run out; an odd factor of the
+  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no sequence axis.
   const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
   auto consider = [&](const Layout& layout) {
     StepEstimate estimate;
@@ -95,8 +96,9 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
             const int64_t inner = model * sequence * fsdp;
             if (chips % inner != 0) continue;
             const int data = chips / static_cast<int>(inner);
-            const bool beyond_sequences = static_cast<double>(data) * fsdp * expert * sequence > sequences;
-            if (sequence > 1 && (c.shardlab_activations || !beyond_sequences)) continue;
+            const double batch_ways = static_cast<double>(data) * fsdp * expert * sequence;
+            const bool needed = std::fmod(sequences, batch_ways) != 0;
+            if (sequence > 1 && (c.shardlab_activations || !needed)) continue;
             consider(Layout{data, fsdp, sequence, pipe, expert, tensor, 1});
           }
         }
