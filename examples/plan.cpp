@@ -246,7 +246,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
-    {"serve", "serving on a slice: free HBM and largest batch, queries/s, model-parallel limits, disaggregation"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };

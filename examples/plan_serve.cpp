@@ -194,6 +194,13 @@ int cmd_serve(const cxxopts::ParseResult& a) {
           scientific(run.queries_per_second_per_chip, "queries/s") + " per chip); weights turn compute-bound above batch " +
           human(d.critical_batch, "") + moe_text + "\n";
 
+  std::optional<DecodeActivations> act;  // needs the shape
+  if (s.shape) {
+    act = decode_activations(*s.shape, batch);
+    text += "  working activations of a step (bf16, one stage at a time): peak " + human(act->peak_bytes, "B") +
+            " (attention " + human(act->attention_bytes, "B") + ", MLP " + human(act->mlp_bytes, "B") + ", head " +
+            human(act->head_bytes, "B") + ") beside " + human(d.kv_bytes, "B") + " of KV\n";
+  }
   Json json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)}, {"chips", chips},
             {"context_tokens", s.context}, {"batch_seqs", batch},
             {"memory", Json{{"hbm_bytes", mem.hbm_bytes}, {"weight_bytes", mem.weight_bytes},
@@ -213,6 +220,10 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                             {"queries_per_second", run.queries_per_second},
                             {"queries_per_second_per_chip", run.queries_per_second_per_chip}}}};
 
+  if (act) {
+    json["decode_activations"] = Json{{"peak_bytes", act->peak_bytes}, {"attention_bytes", act->attention_bytes},
+                                      {"mlp_bytes", act->mlp_bytes}, {"head_bytes", act->head_bytes}};
+  }
   if (s.d > 0 && s.f > 0) {
     const ShardingDTypes types{.weights = weights, .axes = a["axes"].as<int>()};
     const GenerationSharding g = generation_sharding(batch, s.d, s.f, chips, types, hw);

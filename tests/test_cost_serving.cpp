@@ -268,6 +268,20 @@ TEST_CASE("best throughput under a step-latency limit (applied-inference Q3)") {
                        shardlab::UserError);
 }
 
+// applied-inference.md worked problem Q2 (c): "peak working activations (roughly)" of
+// LLaMA 3-8B at batch 240; the book prints no figure. One stage alive at a time, bf16.
+TEST_CASE("working activations of a decode step (applied-inference Q2)") {
+  const DecodeActivations a = decode_activations(model_preset("llama3-8b"), 240);
+  CHECK(a.attention_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + (32 + 2 * 8) * 128 + 32 * 128)));
+  CHECK(a.mlp_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + 3 * 14336)));
+  CHECK(a.head_bytes == doctest::Approx(240.0 * 2 * (4096 + 128256)));
+  CHECK(a.peak_bytes == a.head_bytes);  // the logits: 63.5 MB, nothing beside 129 GB of KV
+  // An MoE token runs k experts: Mixtral's top-2 doubles the F part.
+  const TransformerShape mixtral = model_preset("mixtral-8x7b");
+  CHECK(decode_activations(mixtral, 1).mlp_bytes == doctest::Approx(2.0 * (2 * 4096 + 2 * 3 * 14336)));
+  CHECK_THROWS_WITH_AS(decode_activations(mixtral, 0), doctest::Contains("at least 1 sequence"), shardlab::UserError);
+}
+
 TEST_CASE("serving calculators: general behaviour and errors") {
   // Weights that do not fit leave a negative free HBM and no batch.
   const SliceMemory tight = slice_memory(llama70(DType::kBf16), DType::kBf16, 8, 8192, v5e());
