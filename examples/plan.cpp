@@ -240,13 +240,13 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"hw", "a chip's or the local profile's figures (FLOP/s, memory, links)"},
     {"matmul", "one (sharded) matmul: FLOPs, bytes, arithmetic intensity, the bound"},
     {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
-    {"collective", "one collective or point-to-point send on a torus or switched mesh: time, hops, latency bound"},
+    {"collective", "one collective or point-to-point send on a torus or GPU network (fat tree past a node): time, hops, latency bound"},
     {"network", "a GPU cluster's fat tree: per-level bandwidth, collectives spanning nodes, SHARP"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
-    {"serve", "serving on a slice: free HBM and largest batch, queries/s, model-parallel limits, disaggregation"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
@@ -308,7 +308,9 @@ int main(int argc, char** argv) {
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
-          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2", cxxopts::value<std::string>())
+          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
+                     "tensor; sequence shards each sequence's tokens, for fewer sequences than chips)",
+           cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
           ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")

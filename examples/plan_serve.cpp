@@ -7,6 +7,7 @@
 #include "examples/plan_args.h"
 #include "framework/error.h"
 #include "parallel/cost/serving.h"
+#include "parallel/cost/serving_search.h"
 #include "parallel/cost/strategies.h"
 
 namespace shardlab::plan {
@@ -42,7 +43,10 @@ void add_serve_flags(cxxopts::Options& o) {
       ("cached-prefix", "tokens of each prompt found in a prefix cache (prefill skips them)",
        cxxopts::value<std::string>()->default_value("0"))
       ("cache-bytes", "prefix-cache memory (e.g. host DRAM 450G): how many prompts' caches it holds",
-       cxxopts::value<std::string>());
+       cxxopts::value<std::string>())
+      ("max-step-ms", "latency limit per decode step: search power-of-two slices (up to --max-chips) and batches for "
+                      "the most tokens/s per chip within it", cxxopts::value<double>())
+      ("max-chips", "largest slice --max-step-ms tries", cxxopts::value<int>()->default_value("256"));
 }
 
 namespace {
@@ -99,12 +103,42 @@ int64_t count_flag(const cxxopts::ParseResult& a, const char* flag, int64_t othe
   return a.count(flag) ? parse_count(a[flag].as<std::string>(), flag) : otherwise;
 }
 
+// --max-step-ms: each slice's largest batch within the limit, and the best per chip.
+int serve_under_latency(const cxxopts::ParseResult& a, const Served& s, DType weights, const HardwareProfile& hw) {
+  const double limit = a["max-step-ms"].as<double>() * 1e-3;
+  const InferenceConfig c{.context = s.context, .weights = weights};
+  const LatencyLimitedServing r = best_serving_under_latency(s.model, c, limit, a["max-chips"].as<int>(), hw);
+  std::string text = s.description + "\nweights " + to_string(weights) + ", context " + std::to_string(s.context) +
+                     ", decode steps within " + human(limit, "s") + " on " + hw.name + ":\n";
+  Json slices = Json::array();
+  for (const LatencyLimitedSlice& x : r.slices) {
+    const bool best = r.best >= 0 && &x == &r.slices[r.best];
+    text += "  " + std::to_string(x.chips) + " chips: ";
+    text += x.batch > 0 ? "batch " + std::to_string(x.batch) + " of " + std::to_string(x.max_batch) + " that fit, step " +
+                              human(x.step.step_seconds, "s") + ", " + human(x.step.tokens_per_second, "tokens/s") +
+                              " (" + human(x.step.tokens_per_second_per_chip, "tokens/s") + " per chip)" +
+                              (best ? "  <- best" : "")
+                        : x.max_batch > 0 ? "none: batch 1 takes " + human(x.step.step_seconds, "s")
+                                          : "none: no room for one KV cache";
+    text += "\n";
+    slices.push_back(Json{{"chips", x.chips}, {"max_batch_seqs", x.max_batch}, {"batch_seqs", x.batch},
+                          {"step_seconds", x.step.step_seconds}, {"tokens_per_second", x.step.tokens_per_second},
+                          {"tokens_per_second_per_chip", x.step.tokens_per_second_per_chip}, {"best", best}});
+  }
+  if (r.best < 0) text += "no slice up to --max-chips meets the limit; give a larger --max-step-ms or --max-chips\n";
+  emit(a, Json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)},
+               {"context_tokens", s.context}, {"max_step_seconds", limit}, {"slices", slices}},
+       text);
+  return r.best >= 0 ? 0 : 2;
+}
+
 }  // namespace
 
 int cmd_serve(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
   const DType weights = parse_dtype(a["weights"].as<std::string>());
   const Served s = served_from(a, weights);
+  if (a.count("max-step-ms")) return serve_under_latency(a, s, weights, hw);
   const ServedModel& m = s.model;
   const int chips = a.count("chips") ? a["chips"].as<int>() : slice_chips(m.params * bytes_of(weights), hw);
   const SliceMemory mem = slice_memory(m, weights, chips, s.context, hw);
@@ -160,6 +194,13 @@ int cmd_serve(const cxxopts::ParseResult& a) {
           scientific(run.queries_per_second_per_chip, "queries/s") + " per chip); weights turn compute-bound above batch " +
           human(d.critical_batch, "") + moe_text + "\n";
 
+  std::optional<DecodeActivations> act;  // needs the shape
+  if (s.shape) {
+    act = decode_activations(*s.shape, batch);
+    text += "  working activations of a step (bf16, one stage at a time): peak " + human(act->peak_bytes, "B") +
+            " (attention " + human(act->attention_bytes, "B") + ", MLP " + human(act->mlp_bytes, "B") + ", head " +
+            human(act->head_bytes, "B") + ") beside " + human(d.kv_bytes, "B") + " of KV\n";
+  }
   Json json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)}, {"chips", chips},
             {"context_tokens", s.context}, {"batch_seqs", batch},
             {"memory", Json{{"hbm_bytes", mem.hbm_bytes}, {"weight_bytes", mem.weight_bytes},
@@ -179,6 +220,10 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                             {"queries_per_second", run.queries_per_second},
                             {"queries_per_second_per_chip", run.queries_per_second_per_chip}}}};
 
+  if (act) {
+    json["decode_activations"] = Json{{"peak_bytes", act->peak_bytes}, {"attention_bytes", act->attention_bytes},
+                                      {"mlp_bytes", act->mlp_bytes}, {"head_bytes", act->head_bytes}};
+  }
   if (s.d > 0 && s.f > 0) {
     const ShardingDTypes types{.weights = weights, .axes = a["axes"].as<int>()};
     const GenerationSharding g = generation_sharding(batch, s.d, s.f, chips, types, hw);

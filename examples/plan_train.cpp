@@ -24,13 +24,15 @@ Json estimate_json(const StepEstimate& e) {
     comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
                          {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
   const Layout& l = e.layout;
-  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"pipe", l.pipe},
+  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"sequence", l.sequence},        {"pipe", l.pipe},
                     {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
   return Json{{"layout", layout},
               {"strategy", l.strategy()},
               {"step_seconds", e.step_seconds},
               {"step_seconds_serial", e.step_seconds_serial},
               {"compute_seconds", e.compute_seconds},
+              {"tokens_per_chip", e.tokens_per_chip},
+              {"padding_fraction", e.padding_fraction},
               {"comm_seconds", e.comm_seconds},
               {"bubble_fraction", e.bubble_fraction},
               {"compute_bound", e.compute_bound},
@@ -40,7 +42,7 @@ Json estimate_json(const StepEstimate& e) {
               {"comms", comms}};
 }
 
-// "data=2,fsdp=4,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
+// "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
 Layout parse_layout(const std::string& text, int chips) {
   Layout l;
   std::vector<std::string> seen;
@@ -51,11 +53,12 @@ Layout parse_layout(const std::string& text, int chips) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const int value = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
-    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "pipe" ? &l.pipe
+    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "sequence" ? &l.sequence
+               : key == "pipe" ? &l.pipe
                : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
                : key == "microbatches" ? &l.microbatches : nullptr;
     if (!field || value < 1)
-      throw UserError("--layout item '" + item + "' must be data|fsdp|pipe|expert|tensor|microbatches=<positive>");
+      throw UserError("--layout item '" + item + "' must be data|fsdp|sequence|pipe|expert|tensor|microbatches=<positive>");
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       throw UserError("--layout " + text + " names " + key + " twice; give each axis once");
     }
@@ -93,8 +96,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
     const StepEstimate e = estimate_train_step(c, l, hw);
     std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
                        human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
-                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), memory/chip " +
-                       human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
+                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
+                       human(e.tokens_per_chip, "") + " tokens/chip" +
+                       (e.padding_fraction > 0 ? " (" + scientific(100 * e.padding_fraction, "% padding)") : "") +
+                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";

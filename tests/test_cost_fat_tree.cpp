@@ -5,6 +5,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/fat_tree.h"
+#include "parallel/cost/strategies.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;
@@ -87,6 +88,61 @@ TEST_CASE("collectives in a node, across nodes, with an inner axis and with SHAR
   CHECK(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 1024).bound_level == "leaf");
   CHECK(fat_tree_collective(fat_tree(hardware("h100"), 4, 64), CollectiveOp::kAllGather, 1e9, 1024).bound_level ==
         "spine");
+}
+
+// The same worked examples as `shardlab-plan collective` (collective_cost) and the planner
+// (axis_collective) price them once a group spans nodes: the fat tree, not the per-NIC
+// hierarchical sum; inside a node nothing changes.
+TEST_CASE("collective and train price groups spanning nodes by the fat tree (gpus.md)") {
+  const HardwareProfile& h100 = hardware("h100");
+  const double array = 4096.0 * 65536 * 2;  // Quiz 2 Q3: bf16[4096, 65536]
+  const double pop3 = 2.0 * 8192 * 32768;   // Pop Quiz 3: bf16[8192, 32768]
+  const char* pop3_where = "gpus.md, Pop Quiz 3 [Sharding along 2 axes]";
+  auto axis = [&](CollectiveOp op, double bytes, int size, int inner, int chips) {
+    return axis_collective(op, bytes, size, inner, chips, h100).seconds;
+  };
+  check({
+      {"gpus.md, Quiz 2 Q3", "AllGather of 512 MB in a node (collective)",
+       collective_cost(CollectiveOp::kAllGather, array, {8}, h100).seconds, 1.04e-3, 0.01},
+      {"gpus.md, Cross-node collectives", "AllGather over one SU at 413 GB/s (collective)",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {256}, h100).seconds, 1e9 / 413e9, kExact},
+      {"gpus.md, Cross-node collectives", "... and over the 1024-GPU SuperPod, still leaf-bound (collective)",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {4, 256}, h100).seconds, 1e9 / 413e9, kExact},
+      {pop3_where, "FSDP over 256 GPUs, no inner axis (train's fsdp axis)",
+       axis(CollectiveOp::kAllGather, pop3, 256, 1, 256), pop3 * 31 / (32 * 400e9), kExact},
+      // The planner's V is one axis' array: the fsdp axis of 16 outside a 16-way tensor axis
+      // gathers 1/16 of the whole array, and the book's 2 D F / (Y 50 GB/s) follows.
+      {pop3_where, "Y = 16 inside a 16-way FSDP axis: 2 D F / (Y x 50 GB/s) (train)",
+       axis(CollectiveOp::kAllGather, pop3 / 16, 16, 16, 256), pop3 / (16 * 50e9), kBook},
+      {pop3_where, "Y = 8 does not help (train)", axis(CollectiveOp::kAllGather, pop3 / 8, 32, 8, 256),
+       pop3 * 31 / (32 * 400e9), kExact},
+  });
+  // Inside a node the model is unchanged: (N - 1) / N V / W.
+  CHECK(axis(CollectiveOp::kAllGather, 1e9, 4, 2, 64) == doctest::Approx(3.0 / 4 * 1e9 / 450e9));
+  CHECK(axis_collective(CollectiveOp::kAllGather, 1e9, 16, 16, 256, h100).path ==
+        "nvlink+infiniband (fat tree, leaf-bound)");
+  CHECK_FALSE(spans_whole_nodes(CollectiveOp::kAllGather, 12, 1, h100));
+  CHECK_FALSE(spans_whole_nodes(CollectiveOp::kAllToAll, 4, 8, h100));
+  CHECK_THROWS_WITH_AS(fat_tree_axis_collective(CollectiveOp::kAllGather, 1e9, 12, 1, h100),
+                       doctest::Contains("does not span whole nodes of 8"), shardlab::UserError);
+}
+
+// GB200 NVL72 (gpus.md, "GB200 NVL72"): 72 B200s share one NVLink domain whose egress is
+// 72 x 400 Gbps; an all_gather over the domain stays on NVLink, one over two domains too.
+TEST_CASE("GB200 NVL72: a 72-GPU NVLink domain and 3.6 TB/s node egress (gpus.md)") {
+  const HardwareProfile& nvl72 = hardware("gb200-nvl72");
+  const FatTree t = fat_tree(nvl72);
+  const char* where = "gpus.md, Node egress table (GB200 NVL72)";
+  check({
+      {where, "GPUs per NVLink domain", static_cast<double>(nvl72.node_size), 72, 1e-12},
+      {where, "NVLink per GPU, 900 GB/s", t.levels[0].link_bandwidth, 900e9, kExact},
+      {where, "node egress 72 x 50 GB/s = 3.6 TB/s", t.node_egress, 3.6e12, kExact},
+      {where, "node AG bandwidth 72 x 900e9 / 71", t.levels[0].collective_bandwidth(), 72 * 900e9 / 71, kExact},
+      {where, "AllGather of 1 GB over one NVL72: 71/72 V / 900 GB/s",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {72}, nvl72).seconds, 71.0 / 72 * 1e9 / 900e9, kExact},
+      {where, "... over two NVL72s, still NVLink-bound (the leaf: 1/2 V / 3.6 TB/s)",
+       collective_cost(CollectiveOp::kAllGather, 1e9, {144}, nvl72).seconds, 71.0 / 72 * 1e9 / 900e9, kExact},
+  });
 }
 
 TEST_CASE("fat tree: general behaviour and errors") {

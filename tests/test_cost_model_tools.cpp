@@ -18,7 +18,7 @@ using namespace shardlab;
 using namespace shardlab::cost;
 
 TEST_CASE("hardware profiles: lookup, names, unknown names list the known ones") {
-  CHECK(hardware_names().size() == 10);
+  CHECK(hardware_names().size() == 11);  // 10 chips of the book and local
   CHECK(hardware("TPU-V5P").name == "tpu-v5p");
   CHECK(hardware("h100").interconnect == Interconnect::kSwitched);
   CHECK_THROWS_WITH_AS(hardware("tpu-v9"), doctest::Contains("known profiles: tpu-v3, tpu-v4p"), UserError);
@@ -71,14 +71,20 @@ TEST_CASE("collectives: identities of the ring model") {
   CHECK(parse_collective_op("AllGather") == CollectiveOp::kAllGather);
 }
 
-TEST_CASE("GPU collectives: hierarchical across nodes is bound by InfiniBand") {
+TEST_CASE("GPU collectives over whole nodes: the fat tree's slowest level") {
   const HardwareProfile& h100 = hardware("h100");
   const double v = 1e9;
   const auto node = gpu_collective(CollectiveOp::kAllReduce, v, 8, h100);
   const auto two = gpu_collective(CollectiveOp::kAllReduce, v, 16, h100);
-  CHECK(two.path.find("infiniband") != std::string::npos);
-  CHECK(two.seconds == doctest::Approx(2 * (0.5 * v / 8 / 50e9 + 7.0 / 8 * v / 450e9)));
-  CHECK(two.seconds > node.seconds);
+  CHECK(two.path == "nvlink+infiniband (fat tree, node-bound)");
+  // Two nodes: NVLink's 7/8 V / 450 GB/s outlasts the leaf's 1/2 V / 400 GB/s.
+  CHECK(two.seconds == doctest::Approx(2 * std::max(7.0 / 8 * v / 450e9, 0.5 * v / 400e9)));
+  CHECK(two.seconds == doctest::Approx(node.seconds));
+  // A whole SU: the leaf binds, 31/32 V / 400 GB/s.
+  const auto su = gpu_collective(CollectiveOp::kAllReduce, v, 256, h100);
+  CHECK(su.seconds == doctest::Approx(2 * 31.0 / 32 * v / 400e9));
+  CHECK(su.path == "nvlink+infiniband (fat tree, leaf-bound)");
+  CHECK(su.hops == 2 * (7 + 31));
   // 12 GPUs no longer fail: the next test case prices them.
 }
 
@@ -172,9 +178,8 @@ TEST_CASE("GPU groups that do not fill whole nodes: gcd(gpus, node) per node, th
   const double within = 3.0 / 4.0 * v / h100.ici.bandwidth, across = 2.0 / 3.0 * (v / 4) / h100.dcn.bandwidth;
   CHECK(c.bandwidth_seconds == doctest::Approx(2 * (within + across)));
   CHECK(c.path == "nvlink+infiniband (hierarchical)");
-  // Whole nodes are unchanged: 16 GPUs = 8 per node x 2 nodes.
-  CHECK(gpu_collective(CollectiveOp::kAllGather, v, 16, h100).bandwidth_seconds ==
-        doctest::Approx(7.0 / 8.0 * v / h100.ici.bandwidth + 0.5 * (v / 8) / h100.dcn.bandwidth));
+  // Nodes shared with other groups past an SU (320 GPUs = 1.25 SUs) stay hierarchical.
+  CHECK(gpu_collective(CollectiveOp::kAllGather, v, 320, h100).path == "nvlink+infiniband (hierarchical)");
   // The planner prices such layouts instead of failing: 192 H100s, a batch of 768 sequences.
   TrainConfig cfg;
   cfg.model = model_preset("llama2-13b");

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "framework/error.h"
+#include "parallel/cost/fat_tree.h"
 
 namespace shardlab::cost {
 namespace {
@@ -88,6 +89,7 @@ CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const Har
   check_args(op, bytes);
   if (gpus < 1) throw UserError("GPU count must be >= 1, got " + std::to_string(gpus));
   if (gpus == 1 || bytes == 0) return finish(0, 0, hw.ici.latency, "none");
+  if (spans_whole_nodes(op, gpus, 1, hw)) return fat_tree_axis_collective(op, bytes, gpus, 1, hw);
   const double n_total = gpus;
   const double w = hw.ici.bandwidth;
   if (gpus <= hw.node_size) {

@@ -21,8 +21,11 @@
 //     book's V max(A,B,C) / (4 N W)).
 // GPU (Interconnect::kSwitched) with W = one GPU's NVLink egress, node of n GPUs:
 //   in a node: all_gather (N-1)/N V/W (ring steps N-1), all_to_all (N-1) V/(N^2 W);
-//   across M nodes (fat tree, full bisection, one NIC per GPU with bandwidth W_ib):
-//   hierarchical -- rail-wise across nodes on V/n, then within the node:
+//   across whole nodes: the book's fat tree (fat_tree.h, fat_tree_axis_collective), the
+//     slowest of its levels: all_gather V max_i (D_i-1)/(D_i S_i w_i) -- NVLink in the
+//     node, node egress at the leaf (413 GB/s over an H100 SU), the spine past an SU.
+//   a group sharing its nodes with others (12 GPUs on nodes of 8): n = gcd(N, node) GPUs
+//     per node, hierarchical -- rail-wise across nodes on V/n, then within the node:
 //     all_gather = (M-1)/M (V/n)/W_ib + (n-1)/n V/W, all_reduce twice that; all_to_all
 //     sends the off-node share (N-n)V/N^2 over the NIC while the rest goes over NVLink.
 //
@@ -59,7 +62,7 @@ struct RingAxis {
 // The torus model above on explicit axes and one kind of link.
 CollectiveCost torus_collective(CollectiveOp op, double bytes, const std::vector<RingAxis>& axes,
                                 LinkSpec link, bool bidirectional = true);
-// GPUs: within an NVSwitch node, or hierarchical across nodes when gpus > hw.node_size
+// GPUs: within an NVSwitch node; over whole nodes by the fat tree; otherwise hierarchical
 // (n = gcd(gpus, node_size) GPUs per node on NVLink, gpus / n nodes over the NICs).
 CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const HardwareProfile& hw);
 // Dispatch on hw.interconnect. Torus: one RingAxis per entry of axis_sizes, wraparound as

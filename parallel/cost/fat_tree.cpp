@@ -14,7 +14,7 @@ constexpr int kNodesPerSu = 32;  // the reference SuperPod's Scalable Unit
 
 FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
   if (hw.interconnect != Interconnect::kSwitched)
-    throw UserError(hw.name + " is a torus, not a switched GPU network; give a GPU profile (a100, h100, h200, b200)");
+    throw UserError(hw.name + " is a torus, not a switched GPU network; give a GPU profile (a100, h100, h200, b200, gb200-nvl72)");
   if (sus < 1) throw UserError("SUs " + std::to_string(sus) + " must be at least 1");
   if (!(oversubscription >= 1))
     throw UserError("oversubscription " + format_number(oversubscription) + " must be >= 1 (1: full bisection)");
@@ -75,6 +75,39 @@ GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double b
   c.seconds = worst;
   c.bandwidth = worst > 0 ? bytes / worst : 0;
   c.bisection_bandwidth = gpus * per_gpu;
+  return c;
+}
+
+bool spans_whole_nodes(CollectiveOp op, int size, int inner, const HardwareProfile& hw) {
+  const int64_t gpus = static_cast<int64_t>(size) * inner, su_gpus = static_cast<int64_t>(kNodesPerSu) * hw.node_size;
+  return hw.interconnect == Interconnect::kSwitched && size > 1 && gpus > hw.node_size &&
+         gpus % hw.node_size == 0 && (gpus <= su_gpus || gpus % su_gpus == 0) &&
+         !(op == CollectiveOp::kAllToAll && inner > 1);
+}
+
+CollectiveCost fat_tree_axis_collective(CollectiveOp op, double bytes, int size, int inner, const HardwareProfile& hw) {
+  if (!spans_whole_nodes(op, size, inner, hw)) {
+    throw UserError("an axis of " + std::to_string(size) + " GPUs inside " + std::to_string(inner) +
+                    " does not span whole nodes of " + std::to_string(hw.node_size) + " on " + hw.name +
+                    "; price it with gpu_collective");
+  }
+  const int gpus = size * inner;
+  const int su_gpus = kNodesPerSu * hw.node_size;
+  const FatTree tree = fat_tree(hw, std::max(1, (gpus + su_gpus - 1) / su_gpus));
+  const GpuCollective g = fat_tree_collective(tree, op, bytes * inner, gpus, {.inner = inner});
+  // The axis' ring: `within` members share a node, `across` nodes.
+  const int within = std::max(1, std::min(size, hw.node_size / inner));
+  const int across = size / within;
+  const int passes = op == CollectiveOp::kAllReduce ? 2 : 1;
+  CollectiveCost c;
+  c.bandwidth_seconds = g.seconds;
+  c.hops = op == CollectiveOp::kAllToAll ? 1 : passes * (within - 1 + across - 1);
+  c.latency_seconds = op == CollectiveOp::kAllToAll
+                          ? hw.dcn.latency
+                          : passes * ((within - 1) * hw.ici.latency + (across - 1) * hw.dcn.latency);
+  c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
+  c.latency_bound = c.latency_seconds > c.bandwidth_seconds;
+  c.path = "nvlink+infiniband (fat tree, " + g.bound_level + "-bound)";
   return c;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/cost/collective.h"
 #include "parallel/cost/collective_op.h"
 #include "parallel/cost/hardware.h"
 
@@ -74,5 +75,16 @@ struct GpuCollective {
 // inner axis does not divide it.
 GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double bytes, int gpus,
                                   const CollectiveOptions& options = {});
+
+// The collective of one mesh axis of `size` GPUs, `inner` GPUs of axes nested inside it
+// between neighbours, on the reference tree (full bisection, as many SUs as the
+// size x inner GPUs need): fat_tree_collective of the whole array, bytes x inner, over
+// size x inner GPUs with that inner axis. Latency: one NVLink hop per ring step inside a
+// node, one NIC hop per node. What gpu_collective and the planner (axis_collective) use
+// wherever a group spans whole nodes (and whole SUs past one); false from
+// spans_whole_nodes otherwise (part of a node, nodes or SUs shared with other groups, or
+// an all_to_all with an inner axis).
+bool spans_whole_nodes(CollectiveOp op, int size, int inner, const HardwareProfile& hw);
+CollectiveCost fat_tree_axis_collective(CollectiveOp op, double bytes, int size, int inner, const HardwareProfile& hw);
 
 }  // namespace shardlab::cost

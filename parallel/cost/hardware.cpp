@@ -88,6 +88,14 @@ std::vector<HardwareProfile> book_profiles() {
   v5p.vmem_bytes = 128e6, v5p.price_per_hour = 4.2;
   ChipFacts h100 = gpu_facts(132, 1.59e9, 1.98e9, 256e3, 50e6), h200 = h100;
   h100.price_per_hour = 10.8, h200.price_per_hour = 10;
+  // GB200 NVL72 (gpus.md): B200 GPUs, 72 to an NVLink5 domain, node egress 72 x 400 Gbps =
+  // 3.6 TB/s. Hosts of 4 GPUs (18 compute trays) are NVIDIA's figure; the book gives none.
+  const ChipFacts b200 = gpu_facts(148, 0, 0, 256e3, 126e6);
+  ChipFacts nvl72_facts = b200;
+  nvl72_facts.chips_per_host = 4;
+  HardwareProfile nvl72 = gpu("gb200-nvl72", "NVIDIA GB200 NVL72: B200 GPUs in a 72-GPU NVLink5 domain", 192e9, 8.0e12,
+                              2.25e15, 4.5e15, 4.5e15, 900e9, 50e9);
+  nvl72.node_size = 72;
   return {
       with_facts(tpu("tpu-v3", "TPU v3: 2D torus, 32x32 pod", 32e9, 9.0e11, 1.4e14, 1.4e14, 1e11, 6.25e9, 2,
                      32, 1024),
@@ -115,7 +123,8 @@ std::vector<HardwareProfile> book_profiles() {
                  h200),
       with_facts(gpu("b200", "NVIDIA B200: NVLink5 node of 8", 192e9, 8.0e12, 2.25e15, 4.5e15, 4.5e15, 900e9,
                      50e9),
-                 gpu_facts(148, 0, 0, 256e3, 126e6)),
+                 b200),
+      with_facts(nvl72, nvl72_facts),
   };
 }
 

@@ -1,6 +1,7 @@
 #include "parallel/cost/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "framework/error.h"
@@ -70,21 +71,39 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
   Plan plan;
   const std::vector<int> sizes = divisors(chips);
   const bool moe = c.model.experts > 0;
+  // A sequence axis only where folding it into the batch axes would not split the batch's
+  // sequences evenly (the book shards the sequence once they run out; an odd factor of the
+  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no sequence axis.
+  const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
+  auto consider = [&](const Layout& layout) {
+    StepEstimate estimate;
+    std::string problem;
+    if (best_microbatches(c, layout, hw, estimate, problem)) {
+      plan.ranked.push_back({estimate, ""});
+    } else {
+      ++plan.skipped[problem];
+    }
+  };
   for (int tensor : sizes)
-    for (int pipe : sizes)
-      for (int expert : sizes)
-        for (int fsdp : sizes) {
-          const double inner = static_cast<double>(tensor) * pipe * expert * fsdp;
-          if (chips % static_cast<int64_t>(inner) != 0 || (!moe && expert > 1)) continue;
-          const Layout layout{chips / static_cast<int>(inner), fsdp, pipe, expert, tensor, 1};
-          StepEstimate estimate;
-          std::string problem;
-          if (best_microbatches(c, layout, hw, estimate, problem)) {
-            plan.ranked.push_back({estimate, ""});
-          } else {
-            ++plan.skipped[problem];
+    for (int pipe : sizes) {
+      if (chips % (static_cast<int64_t>(tensor) * pipe) != 0) continue;
+      for (int expert : sizes) {
+        const int64_t model = static_cast<int64_t>(tensor) * pipe * expert;
+        if (chips % model != 0 || (!moe && expert > 1)) continue;
+        for (int sequence : sizes) {
+          if (chips % (model * sequence) != 0) continue;
+          for (int fsdp : sizes) {
+            const int64_t inner = model * sequence * fsdp;
+            if (chips % inner != 0) continue;
+            const int data = chips / static_cast<int>(inner);
+            const double batch_ways = static_cast<double>(data) * fsdp * expert * sequence;
+            const bool needed = std::fmod(sequences, batch_ways) != 0;
+            if (sequence > 1 && (c.shardlab_activations || !needed)) continue;
+            consider(Layout{data, fsdp, sequence, pipe, expert, tensor, 1});
           }
         }
+      }
+    }
   std::stable_sort(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& a, const PlanEntry& b) {
     if (a.estimate.fits != b.estimate.fits) return a.estimate.fits;
     if (a.estimate.fits && a.estimate.step_seconds != b.estimate.step_seconds)

@@ -129,4 +129,17 @@ PrefixCache prefix_cache(int64_t prompt, int64_t cached, double cache_bytes, dou
   return p;
 }
 
+DecodeActivations decode_activations(const TransformerShape& s, int64_t batch, DType activations) {
+  if (batch < 1) throw UserError("decode batch must be at least 1 sequence, got " + std::to_string(batch));
+  const double b = static_cast<double>(batch) * bytes_of(activations);
+  const double d = static_cast<double>(s.d_model), h = static_cast<double>(s.head_dim);
+  DecodeActivations a;
+  a.attention_bytes = b * (2 * d + static_cast<double>(s.heads + 2 * s.kv_heads) * h + static_cast<double>(s.heads) * h);
+  const double experts_per_token = s.experts > 0 ? static_cast<double>(s.top_k) : 1.0;
+  a.mlp_bytes = b * (2 * d + experts_per_token * (s.gated_mlp ? 3.0 : 2.0) * static_cast<double>(s.d_ff));
+  a.head_bytes = b * (d + static_cast<double>(s.vocab));
+  a.peak_bytes = std::max({a.attention_bytes, a.mlp_bytes, a.head_bytes});
+  return a;
+}
+
 }  // namespace shardlab::cost

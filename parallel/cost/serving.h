@@ -139,4 +139,19 @@ struct PrefixCache {
 };
 PrefixCache prefix_cache(int64_t prompt, int64_t cached, double cache_bytes, double kv_bytes_per_token);
 
+// The peak working activations of one decode step ("applied-inference" Q2, "roughly"; the
+// book prints no figure): layers run one after another, so what is alive at once is one
+// stage's tensors for the batch's one new token each, in `activations`:
+//   attention  B (2D + (N + 2K) H + N H)   residual, norm, Q/K/V, attention output
+//   MLP        B (2D + 3F) gated (gate, up, product), B (2D + 2F) otherwise; an MoE
+//              token's k experts k times the F part
+//   head       B (D + V)                   final norm and logits
+// and the peak is the largest. Attention scores [B, N, T] are not counted: a fused kernel
+// streams them. Beside B T KV bytes of cache this is small (LLaMA 3-8B at B = 240: 63 MB).
+struct DecodeActivations {
+  double attention_bytes = 0, mlp_bytes = 0, head_bytes = 0;
+  double peak_bytes = 0;
+};
+DecodeActivations decode_activations(const TransformerShape& s, int64_t batch, DType activations = DType::kBf16);
+
 }  // namespace shardlab::cost

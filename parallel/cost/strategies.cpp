@@ -7,6 +7,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/activations.h"
+#include "parallel/cost/fat_tree.h"
 
 namespace shardlab::cost {
 
@@ -45,7 +46,7 @@ FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, 
 std::string Layout::describe() const {
   std::ostringstream out;
   const std::pair<const char*, int> axes[] = {
-      {"data", data}, {"fsdp", fsdp}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
+      {"data", data}, {"fsdp", fsdp}, {"sequence", sequence}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
   for (const auto& [name, size] : axes)
     if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
   if (out.tellp() == 0) out << "single chip";
@@ -56,7 +57,7 @@ std::string Layout::describe() const {
 std::string Layout::strategy() const {
   std::string s;
   const std::pair<const char*, int> parts[] = {
-      {"DP", data}, {"FSDP", fsdp}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
+      {"DP", data}, {"FSDP", fsdp}, {"SP", sequence}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
   for (const auto& [name, size] : parts)
     if (size > 1) {
       if (!s.empty()) s += '+';
@@ -70,7 +71,7 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   auto say = [](const std::string& what, int size, const std::string& dim, int64_t value) {
     return what + "=" + std::to_string(size) + " does not divide " + dim + "=" + std::to_string(value);
   };
-  for (int size : {l.data, l.fsdp, l.pipe, l.expert, l.tensor, l.microbatches})
+  for (int size : {l.data, l.fsdp, l.sequence, l.pipe, l.expert, l.tensor, l.microbatches})
     if (size < 1) return "every axis size and the microbatch count must be >= 1";
   if (m.heads % l.tensor) return say("tensor", l.tensor, "heads N", m.heads);
   if (m.kv_heads % l.tensor && l.tensor % m.kv_heads) return say("tensor", l.tensor, "kv_heads K", m.kv_heads);
@@ -78,6 +79,11 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   if (m.layers % l.pipe) return say("pipe", l.pipe, "layers L", m.layers);
   if (l.expert > 1 && (m.experts == 0 || m.experts % l.expert))
     return say("expert", l.expert, "experts E", m.experts);
+  if (l.sequence > m.context)
+    return "sequence=" + std::to_string(l.sequence) + " exceeds the sequence length T=" + std::to_string(m.context) +
+           "; shard the sequence at most T ways";
+  if (l.sequence > 1 && c.shardlab_activations)
+    return "sequence=" + std::to_string(l.sequence) + ": train_gpt has no sequence axis; use data, fsdp, pipe, expert, tensor";
   const double sequences = c.batch_tokens / m.context;
   const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
@@ -91,6 +97,7 @@ CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inne
   if (size <= 1) return {};
   if (hw.interconnect == Interconnect::kSwitched) {
     if (inner * size <= hw.node_size) return gpu_collective(op, bytes, size, hw);
+    if (spans_whole_nodes(op, size, inner, hw)) return fat_tree_axis_collective(op, bytes, size, inner, hw);
     if (inner >= hw.node_size) {
       CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
       c.path = "infiniband";
@@ -131,10 +138,14 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const TransformerShape& m = c.model;
   const ParamCounts p = count_params(m);
   const int chips = l.chips();
-  const double t = l.tensor, pp = l.pipe, f = l.fsdp, e = l.expert, mb = l.microbatches;
+  const double t = l.tensor, pp = l.pipe, f = static_cast<double>(l.fsdp) * l.sequence, e = l.expert,
+               mb = l.microbatches, sp = l.sequence;
   const double layers_per_stage = m.layers / pp;
   const double replicas = static_cast<double>(l.data) * l.fsdp * l.expert;
-  const double tokens_per_replica = c.batch_tokens / replicas;
+  // Each sequence's shard on the sequence axis is ceil(T / sequence) tokens, the last padded.
+  const double shard_length = std::ceil(static_cast<double>(m.context) / sp);
+  const double padded_batch = c.batch_tokens / static_cast<double>(m.context) * shard_length * sp;
+  const double tokens_per_replica = padded_batch / replicas;  // all sequence shards of a replica
   const double expert_params = p.experts;
   const double dense_params = p.total - expert_params;
   const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
@@ -144,8 +155,11 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const AxisSpec tensor{"tensor", l.tensor, 1};
   const AxisSpec expert{"expert", l.expert, l.tensor};
   const AxisSpec pipe{"pipe", l.pipe, l.tensor * l.expert};
-  const AxisSpec fsdp{"fsdp", l.fsdp, l.tensor * l.expert * l.pipe};
-  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp};
+  const AxisSpec sequence{"sequence", l.sequence, l.tensor * l.expert * l.pipe};
+  // The state shards over fsdp x sequence, gathered and reduced as one group.
+  const AxisSpec state{l.sequence == 1 ? "fsdp" : l.fsdp == 1 ? "sequence" : "fsdp+sequence", l.fsdp * l.sequence,
+                       l.tensor * l.expert * l.pipe};
+  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.sequence};
 
   StepEstimate s;
   s.layout = l;
@@ -158,30 +172,41 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   // Parameters held by one chip of a (tensor x pipe [x expert]) model-parallel group.
   const double model_shard = dense_params / (t * pp) + expert_params / (t * pp * e);
   const int per_microbatch = static_cast<int>(mb);
-  add(fsdp, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
+  add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
       2 * per_microbatch);
-  add(fsdp, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", grad_bytes * model_shard, per_microbatch);
+  add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", grad_bytes * model_shard, per_microbatch);
   add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", grad_bytes * model_shard / f, 1);
   add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
 
   const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
+  const double mb_tokens_chip = mb_tokens_group / sp;       // ... of which one sequence shard
   const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
   add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
-      mb_tokens_group * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+      mb_tokens_chip * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+  // Attention over a sharded sequence: every chip gathers the whole sequences' K and V (its
+  // tensor rank's kv heads) each pass and reduce_scatters their gradients in backward.
+  const double kv_heads_per_chip = std::max(1.0, static_cast<double>(m.kv_heads) / t);
+  const double kv_bytes = mb_tokens_group * 2 * kv_heads_per_chip * m.head_dim * act_bytes;
+  add(sequence, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
+      static_cast<int>(remat_passes * layers_per_stage * mb));
+  add(sequence, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
+      static_cast<int>(layers_per_stage * mb));
   if (m.experts > 0) {  // the MoE layers of a stage only
     const double moe_layers_per_stage = layers_per_stage * m.moe_layers() / m.layers;
     add(expert, CollectiveOp::kAllToAll, "all_to_all(tokens) dispatch+combine",
-        mb_tokens_group * e * m.top_k * m.d_model * act_bytes / t,
+        mb_tokens_chip * e * m.top_k * m.d_model * act_bytes / t,
         static_cast<int>(2 * remat_passes * moe_layers_per_stage * mb));
   }
   if (l.pipe > 1) {  // a send of one microbatch's activations = an all_gather of 2 shards
-    const double send = mb_tokens_group * m.d_model * act_bytes;
+    const double send = mb_tokens_chip * m.d_model * act_bytes;
     const CollectiveCost one = axis_collective(CollectiveOp::kAllGather, 2 * send, 2, pipe.inner, chips, hw);
     s.comms.push_back({"pipe", "send/recv(activations, grads)", CollectiveOp::kAllGather, send,
                        static_cast<int>(2 * mb), 2 * mb * one.seconds, one.path});
   }
 
-  s.flops_per_chip = train_flops_per_token(m, c.remat) * c.batch_tokens / chips;
+  s.tokens_per_chip = padded_batch / chips;
+  s.padding_fraction = 1 - c.batch_tokens / padded_batch;
+  s.flops_per_chip = train_flops_per_token(m, c.remat) * s.tokens_per_chip;
   s.bubble_fraction = (pp - 1) / (mb + pp - 1);
   s.compute_seconds = s.flops_per_chip / (peak_flops(hw, c.precision.compute) * c.efficiency) /
                       (1 - s.bubble_fraction);
@@ -199,7 +224,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
 
   const double state_shard = model_shard / f;
-  const double fsdp_buffer = l.fsdp > 1 ? 2 * model_shard / layers_per_stage : 0;  // 2 layers gathered
+  const double fsdp_buffer = f > 1 ? 2 * model_shard / layers_per_stage : 0;  // 2 layers gathered
   s.memory.params = param_bytes * (state_shard + fsdp_buffer);
   s.memory.grads = grad_bytes * state_shard;
   s.memory.optimizer = c.precision.optimizer_bytes * state_shard;
@@ -213,7 +238,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
     s.memory.activations = a.peak();
     s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
   } else {
-    s.memory.activations = activation_bytes(mb_tokens_group * in_flight, 1,
+    s.memory.activations = activation_bytes(mb_tokens_chip * in_flight, 1,
                                             saved_activations_per_token_layer(m, c.remat) / t, c.precision.activations) *
                            layers_per_stage;
   }

@@ -10,6 +10,14 @@
 //   FSDP(X over M_X axes) + TP(Y over M_Y) iff B / N > (C/W)^2 / (M_X M_Y F),
 //     best at X = sqrt(B N M_X / (F M_Y)).
 //
+// Sequence (context) sharding, the book's "FSDP over the batch and sequence axes"
+// (applied-training): once data x fsdp reaches the number of sequences, a `sequence` axis
+// splits each sequence's T tokens (ceil(T / sequence) per chip, the last shard padded), so
+// tokens per chip may fall below T. Parameters, gradients and optimizer state shard over
+// fsdp x sequence, whose all_gathers and reduce_scatters run as one group; attention
+// all_gathers each layer's K and V over the sequence axis (forward, backward and a
+// recompute) and reduce_scatters their gradients (Megatron-style context parallelism).
+//
 //   TrainConfig cfg{.model = model_preset("llama2-13b"), .batch_tokens = 4 << 20};
 //   StepEstimate e = estimate_train_step(cfg, Layout{.fsdp = 64, .tensor = 4}, hardware("tpu-v5p"));
 //   e.step_seconds, e.memory.total(), e.comms (one entry per axis and collective)
@@ -46,13 +54,14 @@ struct FsdpTpSplit {
 FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,
                                   double tensor_axes);
 
-// Mesh axes, outermost first as in DESIGN ("data,fsdp,pipe,expert,tensor").
+// Mesh axes, outermost first as in DESIGN ("data,fsdp,pipe,expert,tensor"), with the
+// cost model's sequence axis inside fsdp ("data,fsdp,sequence,pipe,expert,tensor").
 struct Layout {
-  int data = 1, fsdp = 1, pipe = 1, expert = 1, tensor = 1;
+  int data = 1, fsdp = 1, sequence = 1, pipe = 1, expert = 1, tensor = 1;
   int microbatches = 1;  // pipeline microbatches / gradient-accumulation steps
-  int chips() const { return data * fsdp * pipe * expert * tensor; }
+  int chips() const { return data * fsdp * sequence * pipe * expert * tensor; }
   std::string describe() const;  // "data=2 fsdp=4 tensor=2 (microbatches 4)"
-  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", ...
+  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+SP+TP", ...
 };
 
 struct TrainConfig {
@@ -68,7 +77,7 @@ struct TrainConfig {
 
 // One collective (or send/recv) the layout runs each step, with its total time.
 struct AxisComm {
-  std::string axis;  // data | fsdp | pipe | expert | tensor
+  std::string axis;  // data | fsdp | sequence | fsdp+sequence | pipe | expert | tensor
   std::string what;  // e.g. "all_reduce(grads)"
   CollectiveOp op = CollectiveOp::kAllGather;
   double bytes = 0;    // V of one call (collective.h), or bytes of one send
@@ -80,6 +89,8 @@ struct AxisComm {
 struct StepEstimate {
   Layout layout;
   double flops_per_chip = 0;
+  double tokens_per_chip = 0;  // of one step, padding included (under sequence sharding < T)
+  double padding_fraction = 0; // of the computed tokens that pad a sequence split unevenly
   double compute_seconds = 0;  // includes the pipeline bubble
   double bubble_fraction = 0;  // (p-1)/(m+p-1)
   std::vector<AxisComm> comms;
@@ -93,7 +104,9 @@ struct StepEstimate {
 };
 
 // Empty when the layout can run this model and batch; otherwise why not (e.g. "tensor=16
-// does not divide heads N=12").
+// does not divide heads N=12"). The batch's sequences must split evenly over
+// data x fsdp x expert x microbatches; the sequence axis may leave a padded last shard but
+// not exceed T. shardlab's own autograd (shardlab_activations) has no sequence axis.
 std::string layout_problem(const TrainConfig& config, const Layout& layout);
 // Throws UserError with layout_problem() when the layout is invalid.
 StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout, const HardwareProfile& hw);
@@ -106,8 +119,10 @@ double predicted_train_step_seconds(const TransformerShape& shape, int64_t token
 // The collective of one mesh axis inside a layout of `chips` chips, `inner` of which lie on
 // axes nested inside it. Torus: the axis spans round(log(size)/log(side)) physical axes of
 // a slice with side chips^(1/torus_axes), wraparound only when it covers whole sides; past
-// a pod (hw.node_size) it runs over DCN. GPU: NVLink while inner x size fits a node, then
-// hierarchical NVLink + InfiniBand, then InfiniBand rails alone.
+// a pod (hw.node_size) it runs over DCN. GPU: NVLink while inner x size fits a node; over
+// whole nodes the fat tree (fat_tree_axis_collective, the inner axes as its inner axis);
+// otherwise hierarchical NVLink + InfiniBand, or InfiniBand rails alone once the inner
+// axes fill a node.
 CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inner, int chips,
                                const HardwareProfile& hw);
 
