@@ -331,7 +331,9 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
 // chips; the full pod's 8960 = 2^8 x 35 only splits with a 35-way (padded) sequence axis.
 TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied-training)") {
   const HardwareProfile& v5p = hardware("tpu-v5p");
-  TrainConfig c{.model = model_preset("llama3-70b"), .batch_tokens = 4 << 20};
+  TrainConfig c;
+  c.model = model_preset("llama3-70b");
+  c.batch_tokens = 4 << 20;
   c.model.context = 4096;
   const char* source = "applied-training.md, How to shard LLaMA 3-70B for training";
   // Q1: without sequence sharding the batch axes stop at 1024 chips, one sequence each.
@@ -357,7 +359,7 @@ TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied
   // arithmetic; the cost model adds attention's FLOPs (+7%).
   check({{source, "step at peak FLOP/s, 6PT / (8192 C)", best.step_seconds, 6 * 70e9 * (4 << 20) / (8192 * 4.59e14),
           kBook},
-         {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, best.layout.chips(), kExact}});
+         {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.chips()), kExact}});
   // Attention over the 2-way sequence axis gathers one sequence's K and V per layer: 4096
   // tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
   const StepEstimate book_layout = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
@@ -374,7 +376,9 @@ TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied
 
 TEST_CASE("sequence sharding: general behaviour") {
   const HardwareProfile& v5p = hardware("tpu-v5p");
-  TrainConfig c{.model = model_preset("llama2-13b"), .batch_tokens = 64.0 * 4096};
+  TrainConfig c;
+  c.model = model_preset("llama2-13b");
+  c.batch_tokens = 64.0 * 4096;
   // Memory and state: the sequence axis divides activations and, with fsdp, the state.
   const StepEstimate flat = estimate_train_step(c, {.fsdp = 64}, v5p);
   const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .sequence = 2}, v5p);
