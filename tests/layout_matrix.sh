@@ -6,8 +6,8 @@
 # and, in turn, a remat policy, a pipeline schedule and sequence parallelism where they
 # apply. Each run's 6 losses must be within 1e-4 relative of the single process's on the
 # same global batch (16 sequences x 16 tokens, 2 microbatches), and rank 0's memory
-# estimate must be within 30% of its peak measured in step 1 (a regression guard; the
-# summary counts the runs within issue 12's 15%). Prints one line per run
+# estimate (cost/activations.h) must be within 15% of its peak measured in step 1 (the
+# tracker's bytes: deterministic, worst 10% over the full matrix). Prints one line per run
 # and a table of passes per rank count; exits non-zero if any run differs or fails.
 # --cover runs a representative cover (every axis, every ZeRO stage, each model, at 2, 4 and
 # 8 ranks: the default CTest suite's), without it the whole matrix (ctest -L matrix).
@@ -27,7 +27,7 @@ for model in gpt llama moe; do
 done
 
 declare -A passed total
-failures=0 memory_close=0
+failures=0
 i=0
 run_case() {  # run_case MODEL MESH ZERO EXTRA...
   local model=$1 mesh=$2 zero=$3; shift 3
@@ -48,11 +48,10 @@ run_case() {  # run_case MODEL MESH ZERO EXTRA...
   # Rank 0's memory estimate (cost/activations.h) against the tracker's measured peak.
   local memory
   memory=$(sed -n 's/^memory per rank predicted:.*error \([-+0-9.]*\)%.*/\1/p' "$dir/out")
-  if [ -z "$memory" ] || ! awk -v e="$memory" 'BEGIN {exit !(e <= 30 && e >= -30)}'; then
-    echo "FAIL  $name: memory estimate off by ${memory:-?}% (more than 30%)"; failures=$((failures + 1))
+  if [ -z "$memory" ] || ! awk -v e="$memory" 'BEGIN {exit !(e <= 15 && e >= -15)}'; then
+    echo "FAIL  $name: memory estimate off by ${memory:-?}% (more than 15%)"; failures=$((failures + 1))
   elif awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
     passed[$ranks]=$(( ${passed[$ranks]:-0} + 1 ))
-    awk -v e="$memory" 'BEGIN {exit !(e <= 15 && e >= -15)}' && memory_close=$((memory_close + 1))
     printf "ok    %-60s worst loss difference %s, memory estimate %+.1f%%\n" "$name" "$worst" "$memory"
   else
     echo "FAIL  $name: worst relative loss difference $worst"; failures=$((failures + 1))
@@ -87,8 +86,5 @@ for n in 2 4 8 16 32; do
   [ -n "${total[$n]:-}" ] || continue
   printf "%5d  %d/%d\n" "$n" "${passed[$n]:-0}" "${total[$n]:-0}"
 done
-runs=0
-for n in "${!passed[@]}"; do runs=$((runs + passed[$n])); done
-echo "memory estimate within 15% of the measured peak: $memory_close of $runs passing runs"
 [ $failures = 0 ] || { echo "$failures layouts differ from the single process or miss their memory"; exit 1; }
 echo "ok: every layout trains the single process's model"
