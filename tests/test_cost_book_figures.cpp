@@ -94,6 +94,9 @@ TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters
       {quiz1, "Q2: H100 vector fp32 FLOP/s at 1.59 GHz", vector_alus(h100) * h100.facts.base_clock_hz, 26.9e12,
        0.01},
       {quiz1, "Q2: ... at the 1.98 GHz boost", vector_alus(h100) * h100.facts.clock_hz, 33.5e12, 0.01},
+      // roofline --flop-count: a bare FLOP count's time at the matmul units' bf16 peak.
+      {"roofline.md, Roofline timing (book_tour chapter 1)", "1e12 FLOPs on an H100, 1e12 / 9.89e14 s",
+       1e12 / peak_flops(h100, DType::kBf16), 1.01e-3, 0.01},
       {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
        kBook},
       {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
