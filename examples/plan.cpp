@@ -2,6 +2,7 @@
 //
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
+//   shardlab-plan matmul --hw tpu-v5e --batch 4096 --cases 4     the four sharded-matmul cases
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
@@ -39,6 +40,7 @@
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
 #include "parallel/cost/inference.h"
+#include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/sharding.h"
 
@@ -73,7 +75,26 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
                      {"useful_fraction", p.useful_fraction}});
     m = p.padded;
   }
-  if (shards > 1) {
+  if (a.count("cases")) {
+    const int n = a["cases"].as<int>();
+    if (shards > 1) throw UserError("give --cases " + std::to_string(n) + " or --shards " + std::to_string(shards) + ", not both (--cases includes --shards' case 3)");
+    Json rows = Json::array();
+    text += "X[B,D] . W[D,F] sharded over one axis X of " + std::to_string(n) + " chips on " + hw.name + ":\n";
+    for (const MatmulCase& c : sharded_matmul_cases(m, n, hw)) {
+      rows.push_back(Json{{"case", c.number}, {"layout", c.layout}, {"action", c.action},
+                          {"collective", c.communicates ? Json(to_string(c.op)) : Json(nullptr)},
+                          {"moved", c.moved}, {"comm_bytes", c.comm_bytes}, {"t_comms_s", c.t_comms_s},
+                          {"flops_per_chip", c.flops_per_chip}, {"t_math_s", c.t_math_s},
+                          {"time_lower_s", c.time_lower_s}, {"time_upper_s", c.time_upper_s}});
+      text += "  case " + std::to_string(c.number) + ": " + c.layout + "\n    " + c.action + ": " +
+              (c.communicates ? to_string(c.op) + " of " + c.moved + " (" + human(c.comm_bytes, "B") + ") " +
+                                    human(c.t_comms_s, "s") + ", "
+                              : std::string("no communication, ")) +
+              "T_math " + human(c.t_math_s, "s") + " (" + human(c.flops_per_chip, "FLOP") + " per chip); time between " +
+              human(c.time_lower_s, "s") + " and " + human(c.time_upper_s, "s") + "\n";
+    }
+    json.update(Json{{"cases_shards", n}, {"cases", rows}});
+  } else if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
     json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
     text += "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
@@ -289,6 +310,8 @@ int main(int argc, char** argv) {
           ("w-dtype", "weights", cxxopts::value<std::string>()->default_value("bf16"))
           ("out-dtype", "output", cxxopts::value<std::string>()->default_value("bf16"))
           ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"))
+          ("cases", "N: the book's four cases of sharding the contracting dim over an axis of N chips, side by side",
+           cxxopts::value<int>())
           ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
            cxxopts::value<std::string>());
       run = cmd_matmul;

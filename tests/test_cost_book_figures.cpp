@@ -12,6 +12,7 @@
 #include "framework/error.h"
 #include "parallel/cost/collective.h"
 #include "parallel/cost/hardware.h"
+#include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/totals.h"
@@ -402,4 +403,27 @@ TEST_CASE("sequence sharding: general behaviour") {
   CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
   c.shardlab_activations = true;
   CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
+}
+
+TEST_CASE("the four cases of a sharded matmul, side by side (chapter 3)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const MatmulSpec square{.b = 8192, .d = 8192, .f = 8192};
+  const std::vector<MatmulCase> c = sharded_matmul_cases(square, 16, v5e);
+  const MatmulSpec wide{.b = 4096, .d = 8192, .f = 32768};
+  const char* where = "sharding.md, Computation With Sharded Arrays";
+  REQUIRE(c.size() == 4);
+  CHECK_FALSE(c[0].communicates);  // case 1: no communication
+  check({
+      {where, "case 1: the local shards' FLOPs, 2BDF / 16", c[0].flops_per_chip, 2.0 * 8192 * 8192 * 8192 / 16, kExact},
+      {where, "case 2: AllGather X[B, D] first, bf16 B D bytes", c[1].comm_bytes, 2.0 * 8192 * 8192, kExact},
+      {where, "case 2: every chip then multiplies whole (16x case 1's FLOPs)", c[1].flops_per_chip / c[0].flops_per_chip,
+       16, kExact},
+      // sharding.md, "A Deeper Dive into TPU Communication Primitives": an AllReduce costs
+      // twice an AllGather of the same array (a ReduceScatter then an AllGather).
+      {where, "case 3's AllReduce of Y[B, F] vs case 4's AllGather of W[D, F] (B = F): 2x", c[2].t_comms_s / c[3].t_comms_s,
+       2, 0.01},
+      {where, "case 3 = matmul --shards (contraction_sharded_matmul)", sharded_matmul_cases(wide, 4, v5e)[2].t_comms_s,
+       contraction_sharded_matmul(wide, 4, v5e).roofline.t_comms, kExact},
+  });
+  CHECK_THROWS_AS(sharded_matmul_cases(square, 3, v5e), shardlab::UserError);  // 3 does not divide 8192
 }
