@@ -15,6 +15,7 @@
 #include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/strategies.h"
 #include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
 #include "tests/book_figure.h"
@@ -426,4 +427,21 @@ TEST_CASE("the four cases of a sharded matmul, side by side (chapter 3)") {
        contraction_sharded_matmul(wide, 4, v5e).roofline.t_comms, kExact},
   });
   CHECK_THROWS_AS(sharded_matmul_cases(square, 3, v5e), shardlab::UserError);  // 3 does not divide 8192
+}
+
+TEST_CASE("a collective's bytes per link and an MoE's critical batch (chapters 3, 5, 12)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const HardwareProfile& h100 = hardware("h100");
+  const double v = 64.0 * (1 << 20);
+  check({
+      // collective prints bandwidth_seconds x the link's bytes/s as "per link".
+      {"sharding.md, AllGather: T = V / (2 W_ici) on a bidirectional ring", "bytes per link direction, 16 v5e",
+       collective_cost(CollectiveOp::kAllGather, v, {16}, v5e).bandwidth_seconds * v5e.ici.bandwidth, v / 2, kExact},
+      {"gpus.md, AllReduce within a node: 2 (N-1)/N x V out of each GPU", "bytes out of each of 8 H100s",
+       collective_cost(CollectiveOp::kAllReduce, v, {8}, h100).bandwidth_seconds * h100.ici.bandwidth, 1.75 * v,
+       kExact},
+      // train prints it for a model with experts (mixtral-8x7b: E = 8, k = 2).
+      {"training.md, MoE: each expert sees k/E of the tokens", "v5p critical batch x E/k = 2550 x 4",
+       moe_critical_batch(dp_critical_batch(hardware("tpu-v5p")), 8, 2), 10.2e3, 0.01},
+  });
 }
