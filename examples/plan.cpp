@@ -9,6 +9,7 @@
 //   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
+//   shardlab-plan model --params 70e9 [--batch 4M]        a bare parameter count: 6N, bytes
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
@@ -43,6 +44,7 @@
 #include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/sharding.h"
+#include "parallel/cost/totals.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;
@@ -117,6 +119,38 @@ Json params_json(const ParamCounts& p) {
               {"total", p.total}, {"active", p.active}, {"matmul", p.matmul}};
 }
 
+// `model --params N`: what a bare parameter count gives without the shape (book
+// transformers.md / training.md): 6N training and 2N forward FLOPs per token (attention
+// left out), weight bytes in bf16 and int8, the bf16 + fp32 Adam state (10 B/param), and
+// with --batch the FLOPs of a step. Activations and the KV cache need the shape.
+int model_from_params(const cxxopts::ParseResult& a) {
+  if (!a["model"].as<std::string>().empty() || a.count("layers"))
+    throw UserError("give --params " + a["params"].as<std::string>() +
+                    " alone, or the shape (--model or --layers ...) without --params: the shape counts its own");
+  const double n = parse_size(a["params"].as<std::string>(), "params");
+  if (!(n > 0)) throw UserError("--params must be > 0, got " + a["params"].as<std::string>());
+  const double state = state_preset("bf16-adam").per_param();
+  Json json{{"params", n},
+            {"train_flops_per_token", 6 * n},
+            {"forward_flops_per_token", 2 * n},
+            {"weight_bytes_bf16", 2 * n},
+            {"weight_bytes_int8", n},
+            {"training_state_bytes_per_param", state},
+            {"training_state_bytes", state * n}};
+  std::string text = human(n, "") + " params (no shape: attention FLOPs, activations and KV cache need --model)\n" +
+                     "  training " + human(6 * n, "FLOP") + "/token (6N), forward " + human(2 * n, "FLOP") +
+                     "/token (2N)\n  weights " + human(2 * n, "B") + " in bf16, " + human(n, "B") +
+                     " in int8; training state " + human(state * n, "B") + " (" + human(state, "B") +
+                     "/param: bf16 params, fp32 Adam)\n";
+  if (const auto batch = batch_text(a, "tokens")) {
+    const double tokens = parse_size(*batch, "batch");
+    json.update(Json{{"batch_tokens", tokens}, {"train_flops_per_step", 6 * n * tokens}});
+    text += "  a step of " + human(tokens, "tokens") + ": " + scientific(6 * n * tokens, "FLOP") + "\n";
+  }
+  emit(a, json, text);
+  return 0;
+}
+
 int cmd_model(const cxxopts::ParseResult& a) {
   if (a.count("list")) {
     Json names = Json::array();
@@ -125,6 +159,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
     emit(a, Json{{"presets", names}}, text);
     return 0;
   }
+  if (a.count("params")) return model_from_params(a);
   const TransformerShape s = model_from(a);
   const ParamCounts p = count_params(s);
   const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
@@ -341,6 +376,9 @@ int main(int argc, char** argv) {
           ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
+      if (command == "model")
+        o.add_options()("params", "N: a bare parameter count, e.g. 70e9 (6N FLOPs/token, weight and state bytes)",
+                        cxxopts::value<std::string>());
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
     } else if (command == "roofline") {
       add_roofline_flags(o);
