@@ -1,6 +1,7 @@
 #include "parallel/cost/matmul_cases.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "framework/error.h"
 #include "parallel/cost/collective.h"
