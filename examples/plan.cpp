@@ -2,12 +2,14 @@
 //
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
+//   shardlab-plan matmul --hw tpu-v5e --batch 4096 --cases 4     the four sharded-matmul cases
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
 //   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
+//   shardlab-plan model --params 70e9 [--batch 4M]        a bare parameter count: 6N, bytes
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
@@ -39,8 +41,10 @@
 #include "framework/error.h"
 #include "parallel/cost/calibrate.h"
 #include "parallel/cost/inference.h"
+#include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/sharding.h"
+#include "parallel/cost/totals.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;
@@ -73,7 +77,26 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
                      {"useful_fraction", p.useful_fraction}});
     m = p.padded;
   }
-  if (shards > 1) {
+  if (a.count("cases")) {
+    const int n = a["cases"].as<int>();
+    if (shards > 1) throw UserError("give --cases " + std::to_string(n) + " or --shards " + std::to_string(shards) + ", not both (--cases includes --shards' case 3)");
+    Json rows = Json::array();
+    text += "X[B,D] . W[D,F] sharded over one axis X of " + std::to_string(n) + " chips on " + hw.name + ":\n";
+    for (const MatmulCase& c : sharded_matmul_cases(m, n, hw)) {
+      rows.push_back(Json{{"case", c.number}, {"layout", c.layout}, {"action", c.action},
+                          {"collective", c.communicates ? Json(to_string(c.op)) : Json(nullptr)},
+                          {"moved", c.moved}, {"comm_bytes", c.comm_bytes}, {"t_comms_s", c.t_comms_s},
+                          {"flops_per_chip", c.flops_per_chip}, {"t_math_s", c.t_math_s},
+                          {"time_lower_s", c.time_lower_s}, {"time_upper_s", c.time_upper_s}});
+      text += "  case " + std::to_string(c.number) + ": " + c.layout + "\n    " + c.action + ": " +
+              (c.communicates ? to_string(c.op) + " of " + c.moved + " (" + human(c.comm_bytes, "B") + ") " +
+                                    human(c.t_comms_s, "s") + ", "
+                              : std::string("no communication, ")) +
+              "T_math " + human(c.t_math_s, "s") + " (" + human(c.flops_per_chip, "FLOP") + " per chip); time between " +
+              human(c.time_lower_s, "s") + " and " + human(c.time_upper_s, "s") + "\n";
+    }
+    json.update(Json{{"cases_shards", n}, {"cases", rows}});
+  } else if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
     json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
     text += "D sharded over " + std::to_string(shards) + " chips, partial sums all-reduced over ICI\n" +
@@ -96,6 +119,38 @@ Json params_json(const ParamCounts& p) {
               {"total", p.total}, {"active", p.active}, {"matmul", p.matmul}};
 }
 
+// `model --params N`: what a bare parameter count gives without the shape (book
+// transformers.md / training.md): 6N training and 2N forward FLOPs per token (attention
+// left out), weight bytes in bf16 and int8, the bf16 + fp32 Adam state (10 B/param), and
+// with --batch the FLOPs of a step. Activations and the KV cache need the shape.
+int model_from_params(const cxxopts::ParseResult& a) {
+  if (!a["model"].as<std::string>().empty() || a.count("layers"))
+    throw UserError("give --params " + a["params"].as<std::string>() +
+                    " alone, or the shape (--model or --layers ...) without --params: the shape counts its own");
+  const double n = parse_size(a["params"].as<std::string>(), "params");
+  if (!(n > 0)) throw UserError("--params must be > 0, got " + a["params"].as<std::string>());
+  const double state = state_preset("bf16-adam").per_param();
+  Json json{{"params", n},
+            {"train_flops_per_token", 6 * n},
+            {"forward_flops_per_token", 2 * n},
+            {"weight_bytes_bf16", 2 * n},
+            {"weight_bytes_int8", n},
+            {"training_state_bytes_per_param", state},
+            {"training_state_bytes", state * n}};
+  std::string text = human(n, "") + " params (no shape: attention FLOPs, activations and KV cache need --model)\n" +
+                     "  training " + human(6 * n, "FLOP") + "/token (6N), forward " + human(2 * n, "FLOP") +
+                     "/token (2N)\n  weights " + human(2 * n, "B") + " in bf16, " + human(n, "B") +
+                     " in int8; training state " + human(state * n, "B") + " (" + human(state, "B") +
+                     "/param: bf16 params, fp32 Adam)\n";
+  if (const auto batch = batch_text(a, "tokens")) {
+    const double tokens = parse_size(*batch, "batch");
+    json.update(Json{{"batch_tokens", tokens}, {"train_flops_per_step", 6 * n * tokens}});
+    text += "  a step of " + human(tokens, "tokens") + ": " + scientific(6 * n * tokens, "FLOP") + "\n";
+  }
+  emit(a, json, text);
+  return 0;
+}
+
 int cmd_model(const cxxopts::ParseResult& a) {
   if (a.count("list")) {
     Json names = Json::array();
@@ -104,6 +159,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
     emit(a, Json{{"presets", names}}, text);
     return 0;
   }
+  if (a.count("params")) return model_from_params(a);
   const TransformerShape s = model_from(a);
   const ParamCounts p = count_params(s);
   const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
@@ -289,6 +345,8 @@ int main(int argc, char** argv) {
           ("w-dtype", "weights", cxxopts::value<std::string>()->default_value("bf16"))
           ("out-dtype", "output", cxxopts::value<std::string>()->default_value("bf16"))
           ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"))
+          ("cases", "N: the book's four cases of sharding the contracting dim over an axis of N chips, side by side",
+           cxxopts::value<int>())
           ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
            cxxopts::value<std::string>());
       run = cmd_matmul;
@@ -318,6 +376,9 @@ int main(int argc, char** argv) {
           ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
+      if (command == "model")
+        o.add_options()("params", "N: a bare parameter count, e.g. 70e9 (6N FLOPs/token, weight and state bytes)",
+                        cxxopts::value<std::string>());
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
     } else if (command == "roofline") {
       add_roofline_flags(o);

@@ -1,5 +1,7 @@
 #include "examples/plan_collective.h"
 
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,13 @@ std::string coordinates(const std::vector<int>& c) {
   std::string out = "(";
   for (size_t i = 0; i < c.size(); ++i) out.append(i ? "," : "").append(std::to_string(c[i]));
   return out.append(")");
+}
+
+// 0.5 -> "0.5", 1.75 -> "1.75": a multiple of V to three significant digits.
+std::string fraction(double x) {
+  std::ostringstream out;
+  out << std::setprecision(3) << x;
+  return out.str();
 }
 
 // --wraparound on|off, or the hardware's rule when not given.
@@ -88,18 +97,28 @@ int cmd_collective(const cxxopts::ParseResult& a) {
                                ? torus_collective(op, bytes, ring_axes(a, chosen, hw), hw.ici, bidirectional)
                                : collective_cost(op, bytes, chosen, hw, bidirectional);
   const double threshold = latency_bound_bytes(c.latency_seconds, c.bandwidth_seconds, bytes);
+  // Bytes over the busiest link, one direction (torus ICI) or one GPU's NVLink egress:
+  // what bandwidth_seconds prices. Paths over two kinds of link have no single figure.
+  const bool one_link = c.path == "ici" || c.path == "nvlink";
+  const double link_bytes = c.bandwidth_seconds * hw.ici.bandwidth;
   Json sizes = Json::array();
   for (int s : chosen) sizes.push_back(s);
   const Json json = Json{{"hw", hw.name}, {"op", to_string(op)}, {"bytes", bytes}, {"axis_sizes", sizes},
                          {"bidirectional", bidirectional}, {"seconds", c.seconds},
                          {"bandwidth_seconds", c.bandwidth_seconds}, {"latency_seconds", c.latency_seconds},
                          {"hops", c.hops}, {"latency_bound", c.latency_bound}, {"latency_bound_bytes", threshold},
-                         {"path", c.path}};
+                         {"path", c.path},
+                         {"per_link_bytes", one_link ? Json(link_bytes) : Json(nullptr)}};
   std::string text = to_string(op) + " of " + human(bytes, "B") + " on " + hw.name + " over " + c.path + ": " +
                      human(c.seconds, "s") + "\n  " + (c.latency_bound ? "latency-bound: " : "bandwidth-bound: ") +
                      std::to_string(c.hops) + " hops x " + human(hw.ici.latency, "s") + " = " +
                      human(c.latency_seconds, "s") + " vs bytes/bandwidth " + human(c.bandwidth_seconds, "s") +
-                     "\n  latency-bound below V = " + human(threshold, "B") + "\n";
+                     "\n  latency-bound below V = " + human(threshold, "B") + "\n" +
+                     (one_link ? (c.path == "ici" ? "  per link: " : "  per GPU: ") + human(link_bytes, "B") + " (" +
+                                     fraction(link_bytes / bytes) + " V) " +
+                                     (c.path == "ici" ? "each direction at " : "out over NVLink at ") +
+                                     human(hw.ici.bandwidth, "B/s") + "\n"
+                               : std::string());
   emit(a, json, text);
   return 0;
 }

@@ -14,8 +14,10 @@ using namespace shardlab::cost;
 
 void add_roofline_flags(cxxopts::Options& o) {
   add_model_flags(o);
-  o.add_options("op (give one of --elementwise, --einsum, --attention)")
+  o.add_options("op (give one of --flop-count, --elementwise, --einsum, --attention)")
+      ("flop-count", "N: a bare FLOP count, timed at the chip's peak in --dtype (e.g. 1e12)", cxxopts::value<std::string>())
       ("elementwise", "N: elements of an elementwise op (suffixes ok)", cxxopts::value<std::string>())
+      ("vector", "elementwise: run on the vector units (VPU / CUDA cores: ALUs x clock), not the matmul units")
       ("inputs", "elementwise: arrays read (one is written)", cxxopts::value<int>()->default_value("2"))
       ("flops-per-element", "elementwise: operations per element", cxxopts::value<double>()->default_value("1"))
       ("einsum", "an einsum spec, e.g. bd,df->bf (one letter per dim)", cxxopts::value<std::string>())
@@ -82,7 +84,41 @@ int einsum(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
   return 0;
 }
 
-int elementwise(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
+// Vector-unit FLOP/s: vector_alus x clock (one op per ALU per cycle, no FMA); 0 if unknown.
+double vector_peak(const HardwareProfile& hw) { return static_cast<double>(vector_alus(hw)) * hw.facts.clock_hz; }
+
+int flop_count(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
+  const double n = parse_size(a["flop-count"].as<std::string>(), "flop-count");
+  const DType dtype = parse_dtype(a["dtype"].as<std::string>());
+  const double peak = peak_flops(hw, dtype);
+  const double vector = vector_peak(hw);
+  Json json{{"hw", hw.name}, {"op", "flop_count"}, {"flops", n}, {"dtype", to_string(dtype)},
+            {"peak_flops_per_s", peak}, {"t_math_s", n / peak}};
+  std::string text = human(n, "FLOP") + " (" + to_string(dtype) + ") on " + hw.name + ": " + human(n / peak, "s") +
+                     " at the matmul units' " + human(peak, "FLOP/s");
+  if (vector > 0) {
+    json["vector_flops_per_s"] = vector;
+    json["t_vector_s"] = n / vector;
+    text += "; " + human(n / vector, "s") + " on the vector units' " + human(vector, "FLOP/s");
+  } else {
+    json["vector_flops_per_s"] = nullptr;
+    json["t_vector_s"] = nullptr;
+    text += "; vector units' FLOP/s unknown (the book gives no clock)";
+  }
+  emit(a, json, text + "\n");
+  return 0;
+}
+
+int elementwise(const cxxopts::ParseResult& a, const HardwareProfile& matmul_hw) {
+  HardwareProfile hw = matmul_hw;
+  if (a.count("vector")) {
+    const double vector = vector_peak(hw);
+    if (vector <= 0)
+      throw UserError("--vector: " + hw.name +
+                      "'s vector FLOP/s is unknown (no clock in the book); drop --vector and give the VPU's "
+                      "FLOP/s with --flops (v5p: ~7e12)");
+    hw.flops_bf16 = hw.flops_fp32 = hw.flops_int8 = hw.flops_fp8 = vector;
+  }
   const double n = parse_size(a["elementwise"].as<std::string>(), "elementwise");
   const int inputs = a["inputs"].as<int>();
   const double per_element = a["flops-per-element"].as<double>();
@@ -91,9 +127,11 @@ int elementwise(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
   const Roofline r = elementwise_roofline(n, inputs, per_element, dtype, hw);
   emit(a,
        Json{{"hw", hw.name}, {"op", "elementwise"}, {"elements", n}, {"inputs", inputs},
-            {"flops_per_element", per_element}, {"dtype", to_string(dtype)}, {"roofline", roofline_json(r)}},
+            {"flops_per_element", per_element}, {"dtype", to_string(dtype)},
+            {"units", a.count("vector") ? "vector" : "matmul"}, {"roofline", roofline_json(r)}},
        "elementwise op over " + human(n, "") + " " + to_string(dtype) + " elements (" + std::to_string(inputs) +
-           " read, 1 written, " + human(per_element, "FLOP") + " each) on " + hw.name + "\n  " + explain(r, "memory"));
+           " read, 1 written, " + human(per_element, "FLOP") + " each) on " + hw.name + (a.count("vector") ? "'s vector units (" + human(peak_flops(hw, dtype), "FLOP/s") + ")" : "") +
+           "\n  " + explain(r, "memory"));
   return 0;
 }
 
@@ -144,11 +182,13 @@ int attention(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
 }  // namespace
 
 int cmd_roofline(const cxxopts::ParseResult& a) {
-  const int modes = static_cast<int>(a.count("elementwise") + a.count("einsum") + a.count("attention"));
+  const int modes =
+      static_cast<int>(a.count("flop-count") + a.count("elementwise") + a.count("einsum") + a.count("attention"));
   if (modes != 1)
-    throw UserError("give exactly one of --elementwise N, --einsum SPEC --dims ..., --attention (got " +
+    throw UserError("give exactly one of --flop-count N, --elementwise N, --einsum SPEC --dims ..., --attention (got " +
                     std::to_string(modes) + ")");
   const HardwareProfile hw = hardware_from(a);
+  if (a.count("flop-count")) return flop_count(a, hw);
   if (a.count("einsum")) return einsum(a, hw);
   if (a.count("elementwise")) return elementwise(a, hw);
   return attention(a, hw);

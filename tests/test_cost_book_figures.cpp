@@ -12,8 +12,10 @@
 #include "framework/error.h"
 #include "parallel/cost/collective.h"
 #include "parallel/cost/hardware.h"
+#include "parallel/cost/matmul_cases.h"
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/strategies.h"
 #include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
 #include "tests/book_figure.h"
@@ -94,6 +96,9 @@ TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters
       {quiz1, "Q2: H100 vector fp32 FLOP/s at 1.59 GHz", vector_alus(h100) * h100.facts.base_clock_hz, 26.9e12,
        0.01},
       {quiz1, "Q2: ... at the 1.98 GHz boost", vector_alus(h100) * h100.facts.clock_hz, 33.5e12, 0.01},
+      // roofline --flop-count: a bare FLOP count's time at the matmul units' bf16 peak.
+      {"roofline.md, Roofline timing (book_tour chapter 1)", "1e12 FLOPs on an H100, 1e12 / 9.89e14 s",
+       1e12 / peak_flops(h100, DType::kBf16), 1.01e-3, 0.01},
       {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
        kBook},
       {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
@@ -399,4 +404,44 @@ TEST_CASE("sequence sharding: general behaviour") {
   CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
   c.shardlab_activations = true;
   CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
+}
+
+TEST_CASE("the four cases of a sharded matmul, side by side (chapter 3)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const MatmulSpec square{.b = 8192, .d = 8192, .f = 8192};
+  const std::vector<MatmulCase> c = sharded_matmul_cases(square, 16, v5e);
+  const MatmulSpec wide{.b = 4096, .d = 8192, .f = 32768};
+  const char* where = "sharding.md, Computation With Sharded Arrays";
+  REQUIRE(c.size() == 4);
+  CHECK_FALSE(c[0].communicates);  // case 1: no communication
+  check({
+      {where, "case 1: the local shards' FLOPs, 2BDF / 16", c[0].flops_per_chip, 2.0 * 8192 * 8192 * 8192 / 16, kExact},
+      {where, "case 2: AllGather X[B, D] first, bf16 B D bytes", c[1].comm_bytes, 2.0 * 8192 * 8192, kExact},
+      {where, "case 2: every chip then multiplies whole (16x case 1's FLOPs)", c[1].flops_per_chip / c[0].flops_per_chip,
+       16, kExact},
+      // sharding.md, "A Deeper Dive into TPU Communication Primitives": an AllReduce costs
+      // twice an AllGather of the same array (a ReduceScatter then an AllGather).
+      {where, "case 3's AllReduce of Y[B, F] vs case 4's AllGather of W[D, F] (B = F): 2x", c[2].t_comms_s / c[3].t_comms_s,
+       2, 0.01},
+      {where, "case 3 = matmul --shards (contraction_sharded_matmul)", sharded_matmul_cases(wide, 4, v5e)[2].t_comms_s,
+       contraction_sharded_matmul(wide, 4, v5e).roofline.t_comms, kExact},
+  });
+  CHECK_THROWS_AS(sharded_matmul_cases(square, 3, v5e), shardlab::UserError);  // 3 does not divide 8192
+}
+
+TEST_CASE("a collective's bytes per link and an MoE's critical batch (chapters 3, 5, 12)") {
+  const HardwareProfile& v5e = hardware("tpu-v5e");
+  const HardwareProfile& h100 = hardware("h100");
+  const double v = 64.0 * (1 << 20);
+  check({
+      // collective prints bandwidth_seconds x the link's bytes/s as "per link".
+      {"sharding.md, AllGather: T = V / (2 W_ici) on a bidirectional ring", "bytes per link direction, 16 v5e",
+       collective_cost(CollectiveOp::kAllGather, v, {16}, v5e).bandwidth_seconds * v5e.ici.bandwidth, v / 2, kExact},
+      {"gpus.md, AllReduce within a node: 2 (N-1)/N x V out of each GPU", "bytes out of each of 8 H100s",
+       collective_cost(CollectiveOp::kAllReduce, v, {8}, h100).bandwidth_seconds * h100.ici.bandwidth, 1.75 * v,
+       kExact},
+      // train prints it for a model with experts (mixtral-8x7b: E = 8, k = 2).
+      {"training.md, MoE: each expert sees k/E of the tokens", "v5p critical batch x E/k = 2550 x 4",
+       moe_critical_batch(dp_critical_batch(hardware("tpu-v5p")), 8, 2), 10.2e3, 0.01},
+  });
 }
