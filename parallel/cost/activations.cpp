@@ -74,9 +74,12 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   double per_token = 0;   // kept for every microbatch in flight
   double recompute = 0;   // once: a block being recomputed
   const double block_input = q.tensor > 1 && q.sequence_parallel ? d / t : d;
-  // A recomputed block's own backward holds the MLP hidden activations' gradient and its
-  // input's gradient (2 F) on top of the block it recomputed.
-  const double backward_transient = 2.0 * static_cast<double>(s.d_ff) / t;
+  // A recomputed block's backward peaks in its MLP, on top of the block it recomputed:
+  // SwiGLU's backward holds the gate's and the up-projection's gradients (2 F); GELU's
+  // output projection holds its output's gradient (D), its input's (F) and its weight's
+  // gradient (D x F for the whole microbatch) before that is accumulated.
+  const double f = static_cast<double>(s.d_ff) / t;
+  const double backward_transient = s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens);
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
@@ -108,11 +111,23 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   const double vocab = static_cast<double>(s.vocab) / t;
   const double head = q.head ? 2 * d + 3 * vocab + (s.layer_norm ? 2 : 1) : 0;
   const double bytes = sizeof(float) * q.tokens;
-  return {.kept = bytes * per_token * q.in_flight, .head = bytes * head, .recompute = bytes * recompute};
+  return {.kept = bytes * per_token * q.in_flight,
+          .head = bytes * head,
+          .recompute = bytes * recompute,
+          .kept_backward = bytes * per_token,
+          .layers = std::max(1.0, q.layers)};
 }
 
 double shardlab_peak_bytes(double state, double grads, bool grads_held, const ActivationBytes& a) {
-  const double recomputing = a.recompute > 0 ? a.kept + a.recompute + grads : 0.0;
+  double recomputing = 0;
+  if (a.recompute > 0) {
+    // Block i of L recomputed: the kept tensors of blocks 0..i, the gradients of blocks
+    // i+1..L-1 (all of them if earlier microbatches made them). Linear in i: its ends.
+    const double done = (a.layers - 1) / a.layers;
+    const double last_first = a.kept + a.recompute + (grads_held ? grads : 0.0);
+    const double first_last = a.kept - done * a.kept_backward + a.recompute + (grads_held ? grads : done * grads);
+    recomputing = std::max(last_first, first_last);
+  }
   return state + std::max({a.kept + a.head + (grads_held ? grads : 0.0), recomputing, grads});
 }
 

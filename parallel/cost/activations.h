@@ -67,16 +67,21 @@ struct ActivationBytes {
   double kept = 0;       // every in-flight microbatch's kept tensors (and the embedding's)
   double head = 0;       // as backward starts: the head's tensors and the logits' gradient
   double recompute = 0;  // under remat: one block recomputed, its tensors alive at once
-  // The larger moment. (Under remat the second one comes later in backward, with most of
-  // the parameter gradients already accumulated: MemoryEstimate adds them there.)
+  // Of `kept`, what the microbatch backward runs through keeps in its `layers` blocks:
+  // backward frees it block by block as the blocks' gradients accumulate.
+  double kept_backward = 0;
+  double layers = 1;
+  // The larger moment, activations alone (shardlab_peak_bytes adds the gradients).
   double peak() const { return kept + (head > recompute ? head : recompute); }
 };
 ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q);
 
 // The peak of live bytes of one rank whose gradients are freed after each step: the
-// largest of three moments -- backward starting (the head's tensors; gradients only from
-// earlier microbatches, `grads_held`), a block recomputed late in backward (most
-// gradients accumulated), and the whole gradient once the activations are freed.
+// largest of four moments -- backward starting (the head's tensors; gradients only from
+// earlier microbatches, `grads_held`), under remat the last block recomputed first (every
+// block's kept tensors, few gradients yet) and the first block recomputed last (one
+// block's kept tensors, the other blocks' gradients), and the whole gradient once the
+// activations are freed.
 // `state`: parameters, optimizer state and gathered buffers, alive throughout.
 double shardlab_peak_bytes(double state, double grads, bool grads_held, const ActivationBytes& a);
 
