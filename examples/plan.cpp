@@ -16,6 +16,7 @@
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
 //   shardlab-plan serve --model llama3-70b --hw tpu-v5e --chips 16 --decode-tokens 512 --qps 100
+//   shardlab-plan serve --model mixtral-8x7b --hw tpu-v5e --chips 16 --batch 32 --expert-shards 8 --kv-shard batch=2
 //   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
@@ -309,7 +310,7 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
-    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, expert and KV sharding's collectives, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };

@@ -16,7 +16,7 @@ void add_offload_flags(cxxopts::Options& o) {
       ("rows", "rows of the offloaded array A[rows, cols]", cxxopts::value<std::string>()->default_value("128K"))
       ("cols", "its columns (the dim X[B, cols] contracts)", cxxopts::value<std::string>()->default_value("128K"))
       ("dtype", "A's element type", cxxopts::value<std::string>()->default_value("int8"))
-      ("batch", "B: rows of the activations X[B, cols] multiplied on the destination (0: no matmul)",
+      ("batch", "B: rows of the activations X[B, cols] multiplied on the destination",
        cxxopts::value<std::string>()->default_value("8"))
       ("x-dtype", "X's element type (the matmul runs in the wider of the two)",
        cxxopts::value<std::string>()->default_value("bf16"))
