@@ -54,7 +54,9 @@ void decode_sharding_sections(const cxxopts::ParseResult& a, const std::optional
     const DType kv = parse_dtype(a["kv-dtype"].as<std::string>());
     const KvShardingDecode k =
         kv_sharding_decode(*shape, batch, context, parse_kv_layout(a["kv-shard"].as<std::string>()), chips, kv, hw);
-    text += "KV cache sharded " + to_string(k.layout) + " x heads (Y = " + std::to_string(k.model_shards) + ", " +
+    const bool heads = k.layout.over == KvShard::kHeads;
+    text += "KV cache sharded " + (heads ? std::string("over") : to_string(k.layout) + " x") + " heads (Y = " +
+            std::to_string(k.model_shards) + ", " +
             std::to_string(k.head_shards) + " of K = " + std::to_string(shape->kv_heads) + " head shards): " +
             human(k.kv_bytes_per_chip, "B") + " per chip (heads alone: " + human(k.heads_only_bytes_per_chip, "B") +
             "), read in " + human(k.kv_seconds, "s") + " per step";
@@ -62,7 +64,7 @@ void decode_sharding_sections(const cxxopts::ParseResult& a, const std::optional
            {"kv_bytes", k.kv_bytes}, {"kv_bytes_per_chip", k.kv_bytes_per_chip},
            {"heads_only_kv_bytes_per_chip", k.heads_only_bytes_per_chip}, {"kv_seconds", k.kv_seconds},
            {"collective_seconds_per_layer", k.layer_seconds}, {"collective_seconds_per_step", k.step_seconds}};
-    if (k.layout.over != KvShard::kHeads) {
+    if (!heads) {
       text += "; per layer " + collective_text(k.first_op, k.first_bytes, k.first) + " + " +
               collective_text(k.second_op, k.second_bytes, k.second) + " over Z; per step " +
               std::to_string(shape->layers) + " layers = " + human(k.step_seconds, "s");
