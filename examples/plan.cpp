@@ -3,9 +3,11 @@
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
 //   shardlab-plan matmul --hw tpu-v5e --batch 4096 --cases 4     the four sharded-matmul cases
+//   shardlab-plan matmul --hw tpu-v5e --w-dtype int8 --batch 1024 --sweep 1024:4096,8192:32768   roofline table
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
+//   shardlab-plan offload --hw tpu-v5e --mesh 4x4 --rows 128K --cols 128K --dtype int8 --batch 8
 //   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
@@ -14,6 +16,7 @@
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
 //   shardlab-plan serve --model llama3-70b --hw tpu-v5e --chips 16 --decode-tokens 512 --qps 100
+//   shardlab-plan serve --model mixtral-8x7b --hw tpu-v5e --chips 16 --batch 32 --expert-shards 8 --kv-shard batch=2
 //   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
 //   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
 //
@@ -33,7 +36,9 @@
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
 #include "examples/plan_hw.h"
+#include "examples/plan_matmul_sweep.h"
 #include "examples/plan_network.h"
+#include "examples/plan_offload.h"
 #include "examples/plan_roofline.h"
 #include "examples/plan_serve.h"
 #include "examples/plan_totals.h"
@@ -77,7 +82,9 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
                      {"useful_fraction", p.useful_fraction}});
     m = p.padded;
   }
-  if (a.count("cases")) {
+  if (a.count("sweep")) {
+    text += matmul_sweep(a["sweep"].as<std::string>(), m, hw, json);
+  } else if (a.count("cases")) {
     const int n = a["cases"].as<int>();
     if (shards > 1) throw UserError("give --cases " + std::to_string(n) + " or --shards " + std::to_string(shards) + ", not both (--cases includes --shards' case 3)");
     Json rows = Json::array();
@@ -298,11 +305,12 @@ constexpr std::pair<const char*, const char*> kCommands[] = {
     {"roofline", "an elementwise op, an einsum or attention: FLOPs, bytes, intensity, the bound"},
     {"collective", "one collective or point-to-point send on a torus or GPU network (fat tree past a node): time, hops, latency bound"},
     {"network", "a GPU cluster's fat tree: per-level bandwidth, collectives spanning nodes, SHARP"},
+    {"offload", "an array in host DRAM brought to one chip over DCN + PCIe or PCIe + ICI, then multiplied"},
     {"array", "an array sharded over a named mesh (A[I_X, J_Y]): local shape, bytes per device"},
     {"model", "a Transformer's parameters, FLOPs per token, memory"},
     {"train", "rank training layouts for a model, batch and chip count (or price one)"},
     {"infer", "prefill and decode latency and throughput for a model and batch"},
-    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
+    {"serve", "serving on a slice: free HBM and largest batch, queries/s, working activations, model-parallel limits, expert and KV sharding's collectives, disaggregation; --max-step-ms: best slice and batch under a latency limit"},
     {"totals", "a whole training run: 6PT FLOPs, days at an MFU, memory per chip, minimum chips"},
     {"calibrate", "measure this machine and write the `local` profile"},
 };
@@ -315,7 +323,7 @@ int usage(std::ostream& out) {
 }
 
 int main(int argc, char** argv) {
-  const std::string commands = "hw, matmul, roofline, collective, network, array, model, train, infer, serve, totals, calibrate";
+  const std::string commands = "hw, matmul, roofline, collective, network, offload, array, model, train, infer, serve, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
     std::vector<char*> args_of_help;
@@ -348,6 +356,8 @@ int main(int argc, char** argv) {
           ("cases", "N: the book's four cases of sharding the contracting dim over an axis of N chips, side by side",
            cxxopts::value<int>())
           ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
+           cxxopts::value<std::string>())
+          ("sweep", "D:F,D:F,...: the roofline plot as a table, FLOP/s reached for B = 1, 2, 4, ... up to --batch",
            cxxopts::value<std::string>());
       run = cmd_matmul;
     } else if (command == "collective") {
@@ -386,6 +396,9 @@ int main(int argc, char** argv) {
     } else if (command == "network") {
       add_network_flags(o);
       run = cmd_network;
+    } else if (command == "offload") {
+      add_offload_flags(o);
+      run = cmd_offload;
     } else if (command == "serve") {
       add_serve_flags(o);
       run = cmd_serve;

@@ -18,6 +18,12 @@ Json link_json(const LinkSpec& l) { return Json{{"bandwidth", l.bandwidth}, {"la
 
 }  // namespace
 
+std::string coordinates(const std::vector<int>& c) {
+  std::string out = "(";
+  for (size_t i = 0; i < c.size(); ++i) out.append(i ? "," : "").append(std::to_string(c[i]));
+  return out.append(")");
+}
+
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag) {
   std::vector<int> out;
   size_t start = 0;
@@ -121,7 +127,8 @@ Json memory_json(const TrainingMemory& m) {
 Json roofline_json(const Roofline& r) {
   return Json{{"flops", r.flops}, {"bytes", r.bytes}, {"intensity", r.intensity},
               {"critical_intensity", r.critical_intensity}, {"t_math", r.t_math}, {"t_comms", r.t_comms},
-              {"lower_bound", r.lower_bound}, {"upper_bound", r.upper_bound}, {"compute_bound", r.compute_bound}};
+              {"lower_bound", r.lower_bound}, {"upper_bound", r.upper_bound}, {"compute_bound", r.compute_bound},
+              {"achieved_flops_per_second", r.achieved_flops}};
 }
 
 std::string explain(const Roofline& r, const char* bandwidth_name) {

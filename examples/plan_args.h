@@ -22,6 +22,8 @@ using Json = nlohmann::ordered_json;
 
 // "4,4,4" -> {4, 4, 4}: non-negative integers separated by `separator`.
 std::vector<int> parse_list(const std::string& text, char separator, const std::string& flag);
+// {0, 3} -> "(0,3)": a chip's coordinates.
+std::string coordinates(const std::vector<int>& c);
 // 2.5e-6, "s" -> "2.5 us".
 std::string human(double value, const char* unit);
 // 6.3e24, "FLOP" -> "6.3e+24 FLOP": for totals past human()'s largest prefix (E).

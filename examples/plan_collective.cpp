@@ -27,12 +27,6 @@ void add_collective_flags(cxxopts::Options& o) {
 
 namespace {
 
-std::string coordinates(const std::vector<int>& c) {
-  std::string out = "(";
-  for (size_t i = 0; i < c.size(); ++i) out.append(i ? "," : "").append(std::to_string(c[i]));
-  return out.append(")");
-}
-
 // 0.5 -> "0.5", 1.75 -> "1.75": a multiple of V to three significant digits.
 std::string fraction(double x) {
   std::ostringstream out;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "examples/plan_args.h"
+#include "examples/plan_decode_sharding.h"
 #include "framework/error.h"
 #include "parallel/cost/serving.h"
 #include "parallel/cost/serving_search.h"
@@ -47,6 +48,7 @@ void add_serve_flags(cxxopts::Options& o) {
       ("max-step-ms", "latency limit per decode step: search power-of-two slices (up to --max-chips) and batches for "
                       "the most tokens/s per chip within it", cxxopts::value<double>())
       ("max-chips", "largest slice --max-step-ms tries", cxxopts::value<int>()->default_value("256"));
+  add_decode_sharding_flags(o);
 }
 
 namespace {
@@ -199,7 +201,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
     act = decode_activations(*s.shape, batch);
     text += "  working activations of a step (bf16, one stage at a time): peak " + human(act->peak_bytes, "B") +
             " (attention " + human(act->attention_bytes, "B") + ", MLP " + human(act->mlp_bytes, "B") + ", head " +
-            human(act->head_bytes, "B") + ") beside " + human(d.kv_bytes, "B") + " of KV\n";
+            human(act->head_bytes, "B") + ") beside " + human(d.kv_bytes, "B") + " of KV; unfused, a layer's scores [B, N, T] add " +
+            human(act->scores_bytes, "B") + " (peak " + human(act->unfused_peak_bytes, "B") + ")\n";
   }
   Json json{{"hw", hw.name}, {"model", s.description}, {"weights_dtype", to_string(weights)}, {"chips", chips},
             {"context_tokens", s.context}, {"batch_seqs", batch},
@@ -222,7 +225,9 @@ int cmd_serve(const cxxopts::ParseResult& a) {
 
   if (act) {
     json["decode_activations"] = Json{{"peak_bytes", act->peak_bytes}, {"attention_bytes", act->attention_bytes},
-                                      {"mlp_bytes", act->mlp_bytes}, {"head_bytes", act->head_bytes}};
+                                      {"mlp_bytes", act->mlp_bytes}, {"head_bytes", act->head_bytes},
+                                      {"scores_bytes", act->scores_bytes},
+                                      {"unfused_peak_bytes", act->unfused_peak_bytes}};
   }
   if (s.d > 0 && s.f > 0) {
     const ShardingDTypes types{.weights = weights, .axes = a["axes"].as<int>()};
@@ -278,6 +283,7 @@ int cmd_serve(const cxxopts::ParseResult& a) {
     json["prefix_cache"] = Json{{"cache_bytes", cache_bytes}, {"prompts_held", prefix.prompts_held},
                                 {"prefill_fraction", prefix.prefill_fraction}};
   }
+  decode_sharding_sections(a, s.shape, batch, s.context, chips, weights, hw, text, json);
   emit(a, json, text);
   return 0;
 }

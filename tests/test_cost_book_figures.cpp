@@ -13,6 +13,7 @@
 #include "parallel/cost/collective.h"
 #include "parallel/cost/hardware.h"
 #include "parallel/cost/matmul_cases.h"
+#include "parallel/cost/offload.h"
 #include "parallel/cost/op_roofline.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/strategies.h"
@@ -292,6 +293,7 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
   const CollectiveCost pod_axis = collective_cost(CollectiveOp::kAllGather, 64e6, {16}, v5e);
   const CollectiveCost small_y = collective_cost(CollectiveOp::kAllGather, 2.0 * 256 * 256, {4}, v5e);
   const CollectiveCost tiny_x = collective_cost(CollectiveOp::kAllGather, 256, {4}, v4p);
+  const CollectiveCost pod_a2a = collective_cost(CollectiveOp::kAllToAll, 64e6, {16}, v5e);
   check({
       {"tpus.md, Worked Problems Q5", "hops from (0,0) to (3,3) on a 4x4 without wraparound",
        static_cast<double>(corner.hops), 6, 1e-12},
@@ -302,6 +304,10 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
       {"tpus.md, Worked Problems Q5", "whole transfer, 188 + 6 us", corner.seconds, 194e-6, kBook},
       {"sharding.md, A note on ICI latency", "v5e shards below W t = 45 kB are latency-bound (16-chip axis)",
        threshold(pod_axis, 64e6) / 16, 45e3, kExact},
+      // An AllToAll moves 1/4 of an AllGather's bytes per link over as many hops (n/2), so it
+      // stays latency-bound up to 4x the size: 4 n W t = 2.88 MB on the 16-chip axis.
+      {"sharding.md, the AllToAll (1/4 the cost of an AllGather)", "v5e all_to_all latency-bound below 4 n W t",
+       threshold(pod_a2a, 64e6), 4 * 16 * 45e3, kExact},
       {"sharding.md, Pop Quiz 2 (E = F = 256)", "AllGather_Y over 4 v5e: 3 hops x 1 us", small_y.seconds, 3e-6,
        kExact},
       {"sharding.md, Q3 latency-bound AllGather", "AllGather_X of 256 B over 4 v4p: 2 hops, ~2 us", tiny_x.seconds,
@@ -329,6 +335,52 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
   CHECK(ib.path == "infiniband");
   CHECK(ib.bandwidth_seconds == doctest::Approx(1e9 / 50e9));
   CHECK(latency_bound_bytes(0, 1, 1e6) == 0);
+}
+
+// tpus.md Question 6: int8[128K, 128K] (the book's "about 16GB"; 2^34 B = 17.2 GB) sharded
+// over the host DRAM of a v5e 4x4 (2 hosts), brought to TPU{0,0} and multiplied by
+// bf16[8, 128K]. The book prices 16e9 B: PCIe 66 ms, ICI 167 ms, HBM 19 ms, FLOPs 1.3 ms
+// (2.75e11 / 1.97e14 is 1.4 ms), "about 150-200 ms" pipelined.
+TEST_CASE("host DRAM offload over PCIe, ICI and DCN (tpus.md Q6)") {
+  const double n = 128 * 1024;
+  const OffloadSpec book{.bytes = 16e9, .mesh = {4, 4}, .to = {0, 0}, .flops = 2 * 8 * n * n,
+                         .activation_bytes = 2 * 8 * n};
+  const HostOffload o = host_offload(book, hardware("tpu-v5e"));
+  const char* const q6 = "tpus.md, Worked Problems Q6";
+  check({
+      {q6, "hosts of a 4x4 (4x2 per host)", static_cast<double>(o.hosts), 2, 1e-12},
+      {q6, "PCIe: 8 GB per host over 8 links at 1.5e10", o.via_ici.pcie_seconds, 66e-3, kBook},
+      {q6, "ICI: 15 GB into TPU{0,0} over 2 links at 4.5e10", o.via_ici.ici_seconds, 15e9 / 9e10, kExact},
+      {q6, "HBM: 16e9 / 8.1e11 (book: 19 ms)", o.via_ici.hbm_seconds, 16e9 / 8.1e11, kExact},
+      {q6, "FLOPs 2.75e11 / 1.97e14 (book: 1.3 ms)", o.via_ici.math_seconds, 1.4e-3, 0.01},
+      {q6, "pipelined: the ICI gather, within the book's 150-200 ms", o.via_ici.pipelined_seconds, 15e9 / 9e10, kExact},
+      {q6, "route 1, all 16 GB over TPU{0,0}'s one PCIe link", o.via_dcn.pcie_seconds, 16e9 / 1.5e10, kExact},
+      {q6, "route 1, host 1's 8 GB over DCN at 2.5e10", o.via_dcn.dcn_seconds, 8e9 / 2.5e10, kExact},
+  });
+  CHECK(o.via_ici.pipelined_seconds < o.via_dcn.pipelined_seconds);  // "option (2) is better"
+  CHECK(o.via_ici.serial_seconds == doctest::Approx(o.via_ici.pcie_seconds + o.via_ici.ici_seconds +
+                                                    o.via_ici.hbm_seconds + o.via_ici.math_seconds));
+  // Inside the mesh TPU{1,1} has 4 links in; on a wrapping 16x16 pod every chip has 4.
+  CHECK(host_offload({.bytes = 16e9, .mesh = {4, 4}, .to = {1, 1}}, hardware("tpu-v5e")).ici_links_in == 4);
+  CHECK(host_offload({.bytes = 16e9, .mesh = {16, 16}, .to = {0, 0}}, hardware("tpu-v5e")).ici_links_in == 4);
+  CHECK_THROWS_WITH_AS(host_offload({.bytes = 16e9, .mesh = {4, 4}, .to = {4, 0}}, hardware("tpu-v5e")),
+                       doctest::Contains("outside axis 0"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(host_offload(book, hardware("h100")), doctest::Contains("--pcie-bw"), shardlab::UserError);
+}
+
+// roofline.md Question 3: the roofline plot of Question 2's bf16 x int8 matmul, FLOP/s
+// against B (the book draws no figures): for B << D, F the intensity is 2B, so a v5e
+// reaches 2 B x 8.1e11 FLOP/s until the 1.97e14 peak near B = 120.
+TEST_CASE("a matmul's FLOP/s against its batch: the roofline plot (roofline.md Q3)") {
+  const auto reached = [](int64_t b, int64_t d) {
+    return matmul_roofline({.b = b, .d = d, .f = 4 * d, .w = DType::kInt8}, hardware("tpu-v5e")).achieved_flops;
+  };
+  check({
+      {"roofline.md, Q3", "B = 1, D = 16384: 2 x 8.1e11", reached(1, 16384), 2 * 8.1e11, 0.01},
+      {"roofline.md, Q3", "B = 64, D = 16384: 2B x 8.1e11", reached(64, 16384), 128 * 8.1e11, 0.02},
+      {"roofline.md, Q3", "B = 256: the 1.97e14 peak", reached(256, 16384), 1.97e14, kExact},
+  });
+  CHECK(reached(64, 1024) < reached(64, 16384));  // small D, F: the activations' bytes count
 }
 
 // applied-training.md, "How to shard LLaMA 3-70B for training": a 4M-token batch of 1024

@@ -21,7 +21,7 @@ constexpr double kExact = 1e-3;
 constexpr double kUs = 1e-6, kMs = 1e-3;
 
 doctest::Approx book(double v) { return doctest::Approx(v).epsilon(kBook); }
-doctest::Approx exact(double v) { return doctest::Approx(v).epsilon(kExact); }
+doctest::Approx exact(double v) { return doctest::Approx(v).epsilon(kExact).scale(0); }
 
 const HardwareProfile& v4p() { return hardware("tpu-v4p"); }
 const HardwareProfile& v5e() { return hardware("tpu-v5e"); }

@@ -9,6 +9,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/collective.h"
+#include "parallel/cost/decode_sharding.h"
 #include "parallel/cost/serving.h"
 #include "parallel/cost/serving_search.h"
 #include "tests/book_figure.h"
@@ -47,7 +48,7 @@ TEST_CASE("free HBM and the largest batch per dtype on the smallest slice (appli
   const SliceMemory int4 = slice_memory(llama70(DType::kInt4), DType::kInt4, 4, 8192, v5e());
   check({
       {kApplied, "bf16 weights in chips' HBM (140 GB / 16 GB)", bf16.weight_chips, 8.75, kExact},
-      {kApplied, "int8 weights in chips' HBM", int8.weight_chips, 4.38, kExact},
+      {kApplied, "int8 weights in chips' HBM (book: 4.38)", int8.weight_chips, 70e9 / 16e9, kExact},
       // The book's int4 row has 45 GB of params and 45 / 16 = 2.81 chips; 70e9 half-bytes are 35 GB.
       {kApplied, "int4 weights in chips' HBM (book: 2.81 from 45 GB)", int4.weight_chips, 35e9 / 16e9, kExact},
       {kApplied, "bf16 smallest slice 4x4", static_cast<double>(bf16.weight_slice_chips), 16, kCount},
@@ -276,10 +277,97 @@ TEST_CASE("working activations of a decode step (applied-inference Q2)") {
   CHECK(a.mlp_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + 3 * 14336)));
   CHECK(a.head_bytes == doctest::Approx(240.0 * 2 * (4096 + 128256)));
   CHECK(a.peak_bytes == a.head_bytes);  // the logits: 63.5 MB, nothing beside 129 GB of KV
+  // Unfused, a layer's scores [B, N, T] = 240 x 32 x 8192 bf16 double the peak: 126 MB.
+  CHECK(a.scores_bytes == doctest::Approx(240.0 * 32 * 8192 * 2));
+  CHECK(a.unfused_peak_bytes == doctest::Approx(a.attention_bytes + a.scores_bytes));
   // An MoE token runs k experts: Mixtral's top-2 doubles the F part.
   const TransformerShape mixtral = model_preset("mixtral-8x7b");
   CHECK(decode_activations(mixtral, 1).mlp_bytes == doctest::Approx(2.0 * (2 * 4096 + 2 * 3 * 14336)));
   CHECK_THROWS_WITH_AS(decode_activations(mixtral, 0), doctest::Contains("at least 1 sequence"), shardlab::UserError);
+}
+
+namespace {
+
+// inference.md's worked-problem model (L=64, D=4096, F=16384, N=32, K=8, H=256, V=32128,
+// tied), as an MoE with E = 16, k = 2 for Questions 5-6.
+// A relative comparison (doctest's Approx adds an absolute 1 to its scale: microseconds
+// would always pass).
+doctest::Approx relative(double v) { return doctest::Approx(v).scale(0); }
+
+TransformerShape worked_model(int64_t experts) {
+  TransformerShape s{.name = "worked", .layers = 64, .d_model = 4096, .d_ff = 16384, .heads = 32, .kv_heads = 8,
+                     .head_dim = 256, .vocab = 32128, .context = 8192, .experts = experts, .top_k = experts ? 2 : 1};
+  s.tied_embeddings = true;
+  return s;
+}
+
+}  // namespace
+
+// inference.md Question 6: experts sharded [E_Z, D_X, F_Y] on a v5e 8x16 (Y = 8, Z = 16),
+// int8 weights. The book asks for the weight-loading time and free HBM (no answer printed:
+// 212 GB / 128 chips / 8.1e11 = 2.05 ms); the all-to-alls routing each MoE layer's tokens
+// are priced on the 16-chip axis (a full v5e pod edge: it wraps).
+TEST_CASE("expert sharding's all-to-alls at decode against the weight load (inference Q6)") {
+  const TransformerShape s = worked_model(16);
+  const ExpertShardingDecode one = expert_sharding_decode(s, 1, 16, 128, DType::kInt8, v5e());
+  const char* const q6 = "inference.md, Question 6 (v5e 8x16, Y=8, Z=16)";
+  check({
+      {q6, "weight load per step: 212 GB / 128 chips / 8.1e11", one.weight_seconds, 212e9 / 128 / 8.1e11, 0.01},
+      {q6, "model axis Y = 128 / Z", static_cast<double>(one.model_shards), 8, kCount},
+      {q6, "experts per chip E / Z", one.experts_per_chip, 1, kCount},
+      {q6, "dispatch V = B k D bf16 at batch 1", one.dispatch_bytes, 1.0 * 2 * 4096 * 2, kExact},
+      {q6, "per step: 2 all_to_alls x 64 MoE layers", one.step_seconds, 128 * one.dispatch.seconds, kExact},
+  });
+  // 16 kB over 16 chips: under the 4 n W t = 2.9 MB an all_to_all needs to be bandwidth-bound.
+  CHECK(one.dispatch.latency_bound);
+  CHECK(one.dispatch.seconds == relative(collective_cost(CollectiveOp::kAllToAll, 16384, {16}, v5e()).seconds));
+  // At batch 512 the routed tokens are 8 MB a layer: bandwidth-bound, V / (4 W_bidir) each.
+  const ExpertShardingDecode big = expert_sharding_decode(s, 512, 16, 128, DType::kInt8, v5e());
+  CHECK_FALSE(big.dispatch.latency_bound);
+  CHECK(big.dispatch.seconds == relative(512.0 * 2 * 4096 * 2 / (4 * 9e10)));
+  CHECK_THROWS_WITH_AS(expert_sharding_decode(s, 1, 12, 128, DType::kInt8, v5e()), doctest::Contains("must divide"),
+                       shardlab::UserError);
+  CHECK_THROWS_WITH_AS(expert_sharding_decode(worked_model(0), 1, 16, 128, DType::kInt8, v5e()),
+                       doctest::Contains("--experts"), shardlab::UserError);
+}
+
+// inference.md, Sharding the KV cache: KV[2, B_Z, S, K_Y, H] costs two AllToAlls a layer
+// (Q to batch sharding and the output back), each of B N H a / Y over Z; sequence
+// sharding an AllGather of Q and a flash-style combine. The book prints no figures; the
+// worked model (K = 8) at batch 64 and 8192 tokens in int8 on a 4x4 (Y = 4, Z = 4).
+TEST_CASE("KV caches sharded over the batch or the sequence: memory and collectives per step (inference)") {
+  const TransformerShape s = worked_model(0);
+  const double cache = 64.0 * 8192 * 2 * 8 * 256 * 64;  // B T 2 K H L int8: 137 GB
+  const KvShardingDecode heads = kv_sharding_decode(s, 64, 8192, parse_kv_layout("heads"), 16, DType::kInt8, v5e());
+  const KvShardingDecode batch = kv_sharding_decode(s, 64, 8192, parse_kv_layout("batch=4"), 16, DType::kInt8, v5e());
+  const KvShardingDecode seq = kv_sharding_decode(s, 64, 8192, parse_kv_layout("sequence=4"), 16, DType::kInt8, v5e());
+  const char* const kv = "inference.md, Sharding the KV cache";
+  const double q = 64.0 * 32 * 256 * 2 / 4;  // Q[B, N_Y, H] bf16 per Z group
+  check({
+      {kv, "whole cache", heads.kv_bytes, cache, kExact},
+      {kv, "heads alone: K = 8 shards of 16 chips", heads.kv_bytes_per_chip, cache / 8, kExact},
+      {kv, "batch=4 x heads 4: fully distributed", batch.kv_bytes_per_chip, cache / 16, kExact},
+      {kv, "sequence=4 x heads 4", seq.kv_bytes_per_chip, cache / 16, kExact},
+      {kv, "batch: AllToAll of Q, V = B N H a / Y", batch.first_bytes, q, kExact},
+      {kv, "batch: two AllToAlls a layer", batch.layer_seconds, 2 * batch.first.seconds, kExact},
+      {kv, "batch: per step L layers", batch.step_seconds, 64 * batch.layer_seconds, kExact},
+      {kv, "sequence: AllGather of Q", seq.first_bytes, q, kExact},
+      {kv, "sequence: ReduceScatter of O and fp32 max/sum", seq.second_bytes, q + 64.0 * 32 * 8 / 4, kExact},
+  });
+  CHECK(std::string(batch.first_op) == "all_to_all");
+  CHECK(std::string(seq.second_op) == "reduce_scatter");
+  CHECK(heads.step_seconds == 0);
+  // An AllToAll moves a quarter of an AllGather's bytes per link on a ring (sharding.md); on
+  // v5e's 4-chip line (no wraparound below 16) its busiest link carries 2 x 2 / 16 V against
+  // the AllGather's 3 V / 4: a third.
+  CHECK(batch.first.bandwidth_seconds == relative(seq.first.bandwidth_seconds / 3));
+  // A batch smaller than Z leaves some shards a whole sequence: ceil(B / Z).
+  CHECK(kv_sharding_decode(s, 2, 8192, {KvShard::kBatch, 4}, 16, DType::kInt8, v5e()).kv_bytes_per_chip ==
+        doctest::Approx(cache / 64 / 4));
+  CHECK_THROWS_WITH_AS(parse_kv_layout("rows=4"), doctest::Contains("heads, batch=Z or sequence=Z"),
+                       shardlab::UserError);
+  CHECK_THROWS_WITH_AS(kv_sharding_decode(s, 64, 8192, {KvShard::kBatch, 3}, 16, DType::kInt8, v5e()),
+                       doctest::Contains("must divide the slice's 16 chips"), shardlab::UserError);
 }
 
 TEST_CASE("serving calculators: general behaviour and errors") {

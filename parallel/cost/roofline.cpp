@@ -72,6 +72,7 @@ Roofline roofline(double flops, double bytes, double peak, double bandwidth) {
   r.lower_bound = std::max(r.t_math, r.t_comms);
   r.upper_bound = r.t_math + r.t_comms;
   r.compute_bound = r.t_math >= r.t_comms;
+  r.achieved_flops = r.lower_bound > 0 ? flops / r.lower_bound : 0;
   return r;
 }
 

@@ -44,6 +44,8 @@ struct Roofline {
   double lower_bound = 0;         // max(t_math, t_comms)
   double upper_bound = 0;         // t_math + t_comms
   bool compute_bound = false;     // t_math >= t_comms
+  double achieved_flops = 0;      // flops / lower_bound: the FLOP/s a roofline plot shows
+                                  // (min(peak, intensity x bandwidth))
 };
 
 Roofline roofline(double flops, double bytes, double peak_flops, double bandwidth);

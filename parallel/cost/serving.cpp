@@ -139,6 +139,8 @@ DecodeActivations decode_activations(const TransformerShape& s, int64_t batch, D
   a.mlp_bytes = b * (2 * d + experts_per_token * (s.gated_mlp ? 3.0 : 2.0) * static_cast<double>(s.d_ff));
   a.head_bytes = b * (d + static_cast<double>(s.vocab));
   a.peak_bytes = std::max({a.attention_bytes, a.mlp_bytes, a.head_bytes});
+  a.scores_bytes = b * static_cast<double>(s.heads) * static_cast<double>(s.context);
+  a.unfused_peak_bytes = std::max(a.peak_bytes, a.attention_bytes + a.scores_bytes);
   return a;
 }
 

@@ -146,11 +146,15 @@ PrefixCache prefix_cache(int64_t prompt, int64_t cached, double cache_bytes, dou
 //   MLP        B (2D + 3F) gated (gate, up, product), B (2D + 2F) otherwise; an MoE
 //              token's k experts k times the F part
 //   head       B (D + V)                   final norm and logits
-// and the peak is the largest. Attention scores [B, N, T] are not counted: a fused kernel
-// streams them. Beside B T KV bytes of cache this is small (LLaMA 3-8B at B = 240: 63 MB).
+// and the peak is the largest. Beside B T KV bytes of cache this is small (LLaMA 3-8B at
+// B = 240: 63 MB). A fused attention kernel streams the scores; unfused, one layer's
+// scores [B, N, T] (T = the shape's context) sit beside the attention stage's tensors:
+//   unfused peak = max(peak, attention + B N T)   (LLaMA 3-8B, B = 240, T = 8192: 126 MB)
 struct DecodeActivations {
   double attention_bytes = 0, mlp_bytes = 0, head_bytes = 0;
-  double peak_bytes = 0;
+  double peak_bytes = 0;            // fused attention
+  double scores_bytes = 0;          // one layer's [B, N, T]
+  double unfused_peak_bytes = 0;
 };
 DecodeActivations decode_activations(const TransformerShape& s, int64_t batch, DType activations = DType::kBf16);
 
