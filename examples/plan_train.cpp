@@ -47,7 +47,12 @@ Json estimate_json(const StepEstimate& e) {
               {"comms", comms}};
 }
 
-Json conditions_json(const LayoutConditions& k) {
+// The book's conditions of one layout over all its axes at once (layout_conditions.h); they
+// are the TPU chapters' (ICI tori and DCN): null, and no text, on a switched GPU network,
+// whose groups past a node the fat tree prices (chapter 12, `shardlab-plan network`).
+Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return nullptr;
+  const LayoutConditions k = layout_conditions(c, e, hw);
   return Json{{"pods", k.pods},
               {"chips_per_pod", k.chips_per_domain},
               {"tokens_per_chip", k.tokens_per_chip},
@@ -76,8 +81,9 @@ Json conditions_json(const LayoutConditions& k) {
               {"dcn_crossing_hidden", k.dcn_crossing_hidden}};
 }
 
-// The book's conditions of one layout over all its axes at once (layout_conditions.h).
-std::string conditions_text(const LayoutConditions& k, const StepEstimate& e) {
+std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return "";
+  const LayoutConditions k = layout_conditions(c, e, hw);
   auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
   std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
                      " tokens per chip in " + (k.dcn_ways > 1 ? "each pod's " : "") +
@@ -207,10 +213,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
-    const LayoutConditions k = layout_conditions(c, e, hw);
-    text += conditions_text(k, e);
+    text += conditions_text(c, e, hw);
     Json json = estimate_json(e);
-    json["book_conditions"] = conditions_json(k);
+    json["book_conditions"] = conditions_json(c, e, hw);
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
       text += run->second;
@@ -266,7 +271,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     Json entry = estimate_json(e.estimate);
     entry.update(Json{{"rank", i + 1},
                       {"verdict", e.verdict},
-                      {"book_conditions", conditions_json(layout_conditions(c, e.estimate, hw))}});
+                      {"book_conditions", conditions_json(c, e.estimate, hw)}});
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
@@ -283,7 +288,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
     const StepEstimate& best = plan.ranked.front().estimate;
-    text += "best: " + best.layout.describe() + "\n" + conditions_text(layout_conditions(c, best, hw), best);
+    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
     if (const auto run = run_of(a, best, c.batch_tokens)) {
       run_json = run->first;
       text += run->second;
