@@ -236,9 +236,11 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (c.model.experts > 0) {
     conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
   }
-  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
-  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
+  // X_opt within one ICI domain: the whole slice, or one pod's share of the batch past a pod.
   const int pods = pods_spanned(chips, hw);
+  const int domain = pods > 1 ? hw.node_size : chips;
+  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens * domain / chips, ff, domain, 1, 1);
+  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
   const double dcn_critical = dcn_critical_batch_per_pod(hw, c.precision.compute);
   std::string pods_text;
   if (pods > 1) {
@@ -256,7 +258,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
                      " tokens per chip; DP/FSDP compute-bound above " +
                      human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
                      human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
-                     human(split.x_opt, "") +
+                     human(split.x_opt, "") + (pods > 1 ? " per pod" : "") +
                      (c.model.experts > 0
                           ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
                                 human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +

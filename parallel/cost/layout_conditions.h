@@ -5,8 +5,10 @@
 // Within one ICI domain (a pod, or the whole slice if smaller) of N chips holding B tokens,
 // with the layout's batch axes inside the pod X = fsdp x sequence over M_X torus axes, a
 // data axis D inside the pod over M_D axes, tensor Y over M_Y axes (pipe and expert lie
-// outside the book's closed forms and only shrink each group's share), alpha = C / W_ici:
-//   FSDP traffic hides iff tokens per FSDP group member B / (D X) > alpha / M_X
+// outside the book's closed forms and only shrink each group's share), alpha = C / W_ici,
+// each M the torus axes the group's collectives are priced on (torus_axes_spanned):
+//   FSDP traffic hides iff tokens per member and gather B / (D X m) > alpha / M_X (the
+//     weights are gathered once per each of the m microbatches)
 //   TP iff Y < M_Y F / alpha
 //   DP inside the pod iff tokens per data replica B / D > alpha / M_D
 //   such an X x Y split exists at all iff B / N > alpha^2 / (M_X M_Y F), best at
