@@ -219,6 +219,45 @@ TEST_CASE("pods joined by DCN: where an axis group lies, and its hierarchical IC
   CHECK(torus_axes_spanned(4096, 1 << 20, hardware("h100")) == 1);
 }
 
+TEST_CASE("layout conditions: every group's M and term at once, as the estimate prices them") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  TrainConfig c;
+  c.model = model_preset("llama3-70b");
+  c.model.context = 4096;
+  c.batch_tokens = 4 << 20;
+  // The book's 2048 x 4 on 8192 chips: one domain, FSDP over 3 torus axes, TP over 1.
+  const StepEstimate e = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
+  const LayoutConditions k = layout_conditions(c, e, v5p);
+  CHECK(k.pods == 1);
+  CHECK(k.dcn_ways == 1);
+  CHECK(k.chips_per_domain == 8192);
+  CHECK(k.fsdp == 2048);
+  CHECK(k.fsdp_axes == torus_axes_spanned(2048, 8192, v5p));
+  CHECK(k.tensor == 4);
+  CHECK(k.tensor_axes == 1);
+  CHECK(k.tokens_per_fsdp_member == doctest::Approx(512.0 * 4));
+  CHECK(k.fsdp_critical == doctest::Approx(2550.0 / k.fsdp_axes));
+  CHECK(k.fsdp_tp_critical == doctest::Approx(fsdp_tp_critical_batch(28672, v5p, k.fsdp_axes, 1)));
+  CHECK(k.comm_to_compute == doctest::Approx(std::max(k.fsdp_critical / k.tokens_per_fsdp_member, 4 / k.tp_max_degree)));
+  CHECK(k.compute_bound_by_book);
+  CHECK(k.dcn_crossing_seconds == 0);
+  // Each microbatch gathers the weights again: half the tokens per gather.
+  const StepEstimate halves = estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4, .microbatches = 2}, v5p);
+  CHECK(layout_conditions(c, halves, v5p).tokens_per_fsdp_member ==
+        doctest::Approx(layout_conditions(c, estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4}, v5p), v5p)
+                            .tokens_per_fsdp_member / 2));
+  // Two pods of DP over DCN with too small a batch per pod: the book's DCN term fails.
+  c.batch_tokens = 16.0 * 4096;  // 32,768 tokens per pod < C/W_dcn = 73,440
+  const StepEstimate tiny = estimate_train_step(c, {.data = 2, .fsdp = 8, .sequence = 35, .tensor = 32}, v5p);
+  const LayoutConditions kt = layout_conditions(c, tiny, v5p);
+  CHECK(kt.pods == 2);
+  CHECK(kt.dcn_ways == 2);
+  CHECK(kt.tokens_per_pod == doctest::Approx(8.0 * 4096));
+  CHECK_FALSE(kt.dcn_hidden);
+  CHECK_FALSE(kt.compute_bound_by_book);
+  CHECK(kt.dcn_crossing_seconds > 0);
+}
+
 // Issue 13: several pods, and chip counts past a pod that fill no whole pods, plan too.
 TEST_CASE("planner: 2-4 pods and counts past one pod on every TPU profile give layouts or reasons") {
   TrainConfig c;
