@@ -154,28 +154,6 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
 }
 
-TEST_CASE("training totals: general behaviour and errors") {
-  const HardwareProfile& h100 = hardware("h100");
-  RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
-  const RunTotals t = run_totals(run, h100);
-  CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
-  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
-  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
-  CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
-                                                     .chips = 128, .mfu = 0.5},
-                                                    h100)
-                                             .seconds));
-  run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
-  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
-  run.state = state_preset("mixed-adam");
-  CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
-  CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
-  CHECK_THROWS_WITH_AS(state_preset("adafactor"), doctest::Contains("bf16-adam, mixed-adam"), shardlab::UserError);
-  CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
-                       shardlab::UserError);
-  CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
-}
-
 TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
   const HardwareProfile& v5e = hardware("tpu-v5e");
   const DType bf16 = DType::kBf16, int8 = DType::kInt8;

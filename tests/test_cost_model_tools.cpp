@@ -1,5 +1,6 @@
 // The cost model beyond the book's figures: hardware profiles and their file, general
-// collective identities, training-step estimates around the book's crossovers, the planner.
+// collective identities, training-step estimates around the book's crossovers, sequence
+// sharding, pods joined by DCN and a layout's conditions, the planner, training totals.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "parallel/cost/planner.h"
 #include "parallel/cost/sharding.h"
 #include "parallel/cost/strategies.h"
+#include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
 
 using namespace shardlab;
@@ -303,6 +305,28 @@ TEST_CASE("sequence sharding: general behaviour") {
   CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
   c.shardlab_activations = true;
   CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
+}
+
+TEST_CASE("training totals: general behaviour and errors") {
+  const HardwareProfile& h100 = hardware("h100");
+  RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
+  const RunTotals t = run_totals(run, h100);
+  CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
+  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
+  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
+  CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
+                                                     .chips = 128, .mfu = 0.5},
+                                                    h100)
+                                             .seconds));
+  run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
+  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
+  run.state = state_preset("mixed-adam");
+  CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
+  CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
+  CHECK_THROWS_WITH_AS(state_preset("adafactor"), doctest::Contains("bf16-adam, mixed-adam"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
+                       shardlab::UserError);
+  CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
 }
 
 TEST_CASE("predicted train step for train_gpt is FLOPs over peak") {
