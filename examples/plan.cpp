@@ -379,6 +379,9 @@ int main(int argc, char** argv) {
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
                      "tensor; sequence shards each sequence's tokens, for fewer sequences than chips)",
            cxxopts::value<std::string>())
+          ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
+          ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
+           cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
           ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")

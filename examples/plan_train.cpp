@@ -6,12 +6,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "examples/plan_args.h"
 #include "examples/plan_command.h"
 #include "framework/error.h"
+#include "parallel/cost/layout_conditions.h"
+#include "parallel/cost/multipod.h"
 #include "parallel/cost/planner.h"
+#include "parallel/cost/totals.h"
 
 namespace shardlab::plan {
 namespace {
@@ -40,6 +45,79 @@ Json estimate_json(const StepEstimate& e) {
               {"memory_per_chip", memory_json(e.memory)},
               {"fits", e.fits},
               {"comms", comms}};
+}
+
+// The book's conditions of one layout over all its axes at once (layout_conditions.h); they
+// are the TPU chapters' (ICI tori and DCN): null, and no text, on a switched GPU network,
+// whose groups past a node the fat tree prices (chapter 12, `shardlab-plan network`).
+Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return nullptr;
+  const LayoutConditions k = layout_conditions(c, e, hw);
+  return Json{{"pods", k.pods},
+              {"chips_per_pod", k.chips_per_domain},
+              {"tokens_per_chip", k.tokens_per_chip},
+              {"tokens_per_pod", k.tokens_per_pod},
+              {"alpha_tokens_per_chip", k.alpha},
+              {"data_in_pod", k.data},
+              {"data_torus_axes", k.data_axes},
+              {"fsdp_in_pod", k.fsdp},
+              {"fsdp_torus_axes", k.fsdp_axes},
+              {"tensor_in_pod", k.tensor},
+              {"tensor_torus_axes", k.tensor_axes},
+              {"tokens_per_data_replica", k.tokens_per_data_replica},
+              {"dp_critical_tokens_per_replica", k.dp_critical},
+              {"tokens_per_fsdp_member", k.tokens_per_fsdp_member},
+              {"fsdp_critical_tokens_per_member", k.fsdp_critical},
+              {"tp_max_degree", k.tp_max_degree},
+              {"fsdp_tp_critical_tokens_per_chip", k.fsdp_tp_critical},
+              {"fsdp_x_opt", k.x_opt},
+              {"comm_to_compute_ratio", k.comm_to_compute},
+              {"compute_bound_by_book", k.compute_bound_by_book},
+              {"dcn_ways", k.dcn_ways},
+              {"dcn_critical_tokens_per_pod", k.dcn_critical_per_pod},
+              {"dcn_hidden", k.dcn_hidden},
+              {"dcn_crossing_seconds", k.dcn_crossing_seconds},
+              {"backward_seconds", k.backward_seconds},
+              {"dcn_crossing_hidden", k.dcn_crossing_hidden}};
+}
+
+std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return "";
+  const LayoutConditions k = layout_conditions(c, e, hw);
+  auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
+  std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
+                     " tokens per chip in " + (k.dcn_ways > 1 ? "each pod's " : "") +
+                     std::to_string(k.chips_per_domain) + " chips, alpha = C/W_ici = " + human(k.alpha, "") + "\n";
+  if (k.data > 1)
+    text += "    DP data=" + std::to_string(k.data) + " over M_D=" + std::to_string(k.data_axes) + " axes: " +
+            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D = " + human(k.dp_critical, "") +
+            ": " + verdict(k.tokens_per_data_replica > k.dp_critical) + "\n";
+  if (k.fsdp > 1)
+    text += "    FSDP X=" + std::to_string(k.fsdp) + " over M_X=" + std::to_string(k.fsdp_axes) + " axes: " +
+            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X = " +
+            human(k.fsdp_critical, "") + ": " + verdict(k.tokens_per_fsdp_member > k.fsdp_critical) + "\n";
+  if (k.tensor > 1)
+    text += "    TP Y=" + std::to_string(k.tensor) + " over M_Y=" + std::to_string(k.tensor_axes) +
+            " axes: Y < M_Y F/alpha = " + human(k.tp_max_degree, "") + ": " +
+            verdict(k.tensor < k.tp_max_degree) + "\n";
+  if (k.fsdp > 1 && k.tensor > 1)
+    text += "    FSDP+TP: B/N > alpha^2/(M_X M_Y F) = " + human(k.fsdp_tp_critical, "") + ": " +
+            verdict(k.tokens_per_chip > k.fsdp_tp_critical) + "; X_opt = sqrt(B N M_X/(F M_Y)) = " +
+            human(k.x_opt, "") + " (this layout X=" + std::to_string(k.fsdp) + ")\n";
+  if (k.dcn_ways > 1)
+    text += "    DCN: " + std::to_string(k.dcn_ways) + " ways across " + std::to_string(k.pods) + " pods, " +
+            human(k.tokens_per_pod, "") + " tokens per pod > C/W_dcn = " + human(k.dcn_critical_per_pod, "") + ": " +
+            verdict(k.dcn_hidden) + "; collectives crossing pods " + human(k.dcn_crossing_seconds, "s") +
+            " (ICI part included) vs backward " + human(k.backward_seconds, "s") + ": " +
+            (k.dcn_crossing_hidden ? "hidden" : "NOT hidden") + "\n";
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", k.comm_to_compute);
+  text += "    T_comms/T_math by the book " + std::string(ratio) + ": " +
+          (k.compute_bound_by_book ? "compute-bound" : "communication-bound") + "; the cost model's step " +
+          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
+          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
+          ", communication " + human(e.comm_seconds, "s") + ")\n";
+  return text;
 }
 
 // "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
@@ -72,6 +150,38 @@ Layout parse_layout(const std::string& text, int chips) {
   return l;
 }
 
+// --chips, or --pods whole pods of the profile (both: they must agree).
+int chips_from(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
+  if (!a.count("pods")) return a["chips"].as<int>();
+  const int pods = a["pods"].as<int>();
+  require_positive("--pods", pods);
+  if (hw.interconnect == Interconnect::kSwitched)
+    throw UserError("--pods " + std::to_string(pods) + ": " + hw.name +
+                    " is a GPU cluster of nodes, not TPU pods; give --chips (the fat tree prices its nodes)");
+  const int64_t chips = static_cast<int64_t>(pods) * hw.node_size;
+  if (chips > (1 << 30))
+    throw UserError("--pods " + std::to_string(pods) + " of " + std::to_string(hw.node_size) + " chips is " +
+                    std::to_string(chips) + " chips, past what the planner counts; give fewer pods");
+  if (a.count("chips") && a["chips"].as<int>() != chips)
+    throw UserError("--chips " + std::to_string(a["chips"].as<int>()) + " disagrees with --pods " +
+                    std::to_string(pods) + " x " + std::to_string(hw.node_size) + " chips per pod of " + hw.name +
+                    " = " + std::to_string(chips) + "; give one of them");
+  return static_cast<int>(chips);
+}
+
+// --tokens: a whole run at this layout's step time (steps, seconds, days), JSON and a line.
+std::optional<std::pair<Json, std::string>> run_of(const cxxopts::ParseResult& a, const StepEstimate& e,
+                                                   double batch_tokens) {
+  if (!a.count("tokens")) return std::nullopt;
+  const double tokens = parse_size(a["tokens"].as<std::string>(), "tokens");
+  if (!(tokens > 0)) throw UserError("--tokens must be a positive token count, e.g. 15e12");
+  const double steps = tokens / batch_tokens, seconds = steps * e.step_seconds;
+  return std::pair{Json{{"tokens", tokens}, {"steps", steps}, {"seconds", seconds},
+                        {"days", seconds / kSecondsPerDay}},
+                   "  run of " + scientific(tokens, "tokens") + ": " + human(steps, "") + " steps x " +
+                       human(e.step_seconds, "s") + " = " + human(seconds / kSecondsPerDay, "") + " days\n"};
+}
+
 }  // namespace
 
 int cmd_train(const cxxopts::ParseResult& a) {
@@ -90,7 +200,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
-  const int chips = a["chips"].as<int>();
+  const int chips = chips_from(a, hw);
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);
@@ -103,7 +213,14 @@ int cmd_train(const cxxopts::ParseResult& a) {
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
-    emit(a, estimate_json(e), text);
+    text += conditions_text(c, e, hw);
+    Json json = estimate_json(e);
+    json["book_conditions"] = conditions_json(c, e, hw);
+    if (const auto run = run_of(a, e, c.batch_tokens)) {
+      json["run"] = run->first;
+      text += run->second;
+    }
+    emit(a, json, text);
     return e.fits ? 0 : 2;
   }
   const Plan plan = plan_training(c, chips, hw);
@@ -119,27 +236,44 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (c.model.experts > 0) {
     conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
   }
-  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens, ff, chips, 1, 1);
+  // X_opt within one ICI domain: the whole slice, or one pod's share of the batch past a pod.
+  const int pods = pods_spanned(chips, hw);
+  const int domain = pods > 1 ? hw.node_size : chips;
+  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens * domain / chips, ff, domain, 1, 1);
   conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
+  const double dcn_critical = dcn_critical_batch_per_pod(hw, c.precision.compute);
+  std::string pods_text;
+  if (pods > 1) {
+    conditions.update(Json{{"pods", pods},
+                           {"tokens_per_pod", c.batch_tokens / pods},
+                           {"dcn_critical_tokens_per_pod", dcn_critical}});
+    pods_text = std::to_string(pods) + " pods of " + std::to_string(hw.node_size) + " chips joined by DCN (" +
+                human(hw.dcn.bandwidth, "B/s") + " per chip): " + human(c.batch_tokens / pods, "") +
+                " tokens per pod; pure DP across pods hides under the backward pass above C/W_dcn = " +
+                human(dcn_critical, "") + " per pod\n";
+  }
   Json ranked = Json::array(), skipped = Json::object();
   std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
                      std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
                      " tokens per chip; DP/FSDP compute-bound above " +
                      human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
                      human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
-                     human(split.x_opt, "") +
+                     human(split.x_opt, "") + (pods > 1 ? " per pod" : "") +
                      (c.model.experts > 0
                           ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
                                 human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +
                                 human(moe_critical_batch(dense_critical, c.model.experts, c.model.top_k), "") +
                                 " per chip"
                           : std::string()) +
-                     "\n" + std::to_string(plan.ranked.size()) + " layouts, " +
+                     "\n" + pods_text +
+                     std::to_string(plan.ranked.size()) + " layouts, " +
                      std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
   for (int i = 0; i < top; ++i) {
     const PlanEntry& e = plan.ranked[i];
     Json entry = estimate_json(e.estimate);
-    entry.update(Json{{"rank", i + 1}, {"verdict", e.verdict}});
+    entry.update(Json{{"rank", i + 1},
+                      {"verdict", e.verdict},
+                      {"book_conditions", conditions_json(c, e.estimate, hw)}});
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
@@ -151,6 +285,16 @@ int cmd_train(const cxxopts::ParseResult& a) {
   for (const auto& [why, count] : plan.skipped) {
     skipped[why] = count;
     text += "  skipped " + std::to_string(count) + ": " + why + "\n";
+  }
+  // The best layout's conditions over all its axes, and a whole run at its step time.
+  Json run_json;
+  if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
+    const StepEstimate& best = plan.ranked.front().estimate;
+    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
+    if (const auto run = run_of(a, best, c.batch_tokens)) {
+      run_json = run->first;
+      text += run->second;
+    }
   }
   // --command / --run: the best layout that fits, as a train_gpt command line.
   std::string command;
@@ -168,7 +312,8 @@ int cmd_train(const cxxopts::ParseResult& a) {
   }
   emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
                {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
-               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"command", command}},
+               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json},
+               {"command", command}},
        text);
   return plan.feasible > 0 ? 0 : 2;
 }

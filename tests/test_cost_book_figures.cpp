@@ -153,28 +153,6 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
 }
 
-TEST_CASE("training totals: general behaviour and errors") {
-  const HardwareProfile& h100 = hardware("h100");
-  RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
-  const RunTotals t = run_totals(run, h100);
-  CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
-  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
-  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
-  CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
-                                                     .chips = 128, .mfu = 0.5},
-                                                    h100)
-                                             .seconds));
-  run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
-  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
-  run.state = state_preset("mixed-adam");
-  CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
-  CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
-  CHECK_THROWS_WITH_AS(state_preset("adafactor"), doctest::Contains("bf16-adam, mixed-adam"), shardlab::UserError);
-  CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
-                       shardlab::UserError);
-  CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
-}
-
 TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
   const HardwareProfile& v5e = hardware("tpu-v5e");
   const DType bf16 = DType::kBf16, int8 = DType::kInt8;
@@ -381,81 +359,6 @@ TEST_CASE("a matmul's FLOP/s against its batch: the roofline plot (roofline.md Q
       {"roofline.md, Q3", "B = 256: the 1.97e14 peak", reached(256, 16384), 1.97e14, kExact},
   });
   CHECK(reached(64, 1024) < reached(64, 16384));  // small D, F: the activations' bytes count
-}
-
-// applied-training.md, "How to shard LLaMA 3-70B for training": a 4M-token batch of 1024
-// sequences of 4096 tokens on a v5p pod. The book's FSDP x TP pick, 2048 x 4, is 8192
-// chips; the full pod's 8960 = 2^8 x 35 only splits with a 35-way (padded) sequence axis.
-TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied-training)") {
-  const HardwareProfile& v5p = hardware("tpu-v5p");
-  TrainConfig c;
-  c.model = model_preset("llama3-70b");
-  c.batch_tokens = 4 << 20;
-  c.model.context = 4096;
-  const char* source = "applied-training.md, How to shard LLaMA 3-70B for training";
-  // Q1: without sequence sharding the batch axes stop at 1024 chips, one sequence each.
-  CHECK(layout_problem(c, {.fsdp = 2048}).find("does not split into 2048") != std::string::npos);
-  CHECK(layout_problem(c, {.fsdp = 1024, .sequence = 2}).empty());
-  // Q2: FSDP over batch and sequence on all 8960 chips: 468 tokens per chip, below the 850
-  // that FSDP over a pod's three axes needs, so communication-bound.
-  const StepEstimate fsdp_only = estimate_train_step(c, {.fsdp = 256, .sequence = 35}, v5p);
-  check({{source, "tokens per chip, 4M / 8960 (35-way sequence shards pad 4096 to 4130)", fsdp_only.tokens_per_chip,
-          468, 0.01},
-         {source, "FSDP's critical batch over 3 axes", dp_critical_batch(v5p, 3), 850, kBook}});
-  CHECK_FALSE(fsdp_only.compute_bound);
-  // Q3: FSDP x TP stays compute-bound; the planner's best on 8192 chips shards the batch
-  // 1024 ways (data x fsdp), the sequence 2 ways and the model 4 ways (the book's takeaway).
-  const Plan plan = plan_training(c, 8192, v5p);
-  REQUIRE(plan.feasible > 0);
-  const StepEstimate& best = plan.ranked.front().estimate;
-  CHECK(best.layout.data * best.layout.fsdp == 1024);
-  CHECK(best.layout.sequence == 2);
-  CHECK(best.layout.tensor == 4);
-  CHECK(best.compute_bound);
-  // Its step at peak is 6 x 70e9 x 4M / (8192 x 4.59e14) = 0.468 s in the book's 6P
-  // arithmetic; the cost model adds attention's FLOPs (+7%).
-  check({{source, "step at peak FLOP/s, 6PT / (8192 C)", best.step_seconds, 6 * 70e9 * (4 << 20) / (8192 * 4.59e14),
-          kBook},
-         {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.chips()), kExact}});
-  // Attention over the 2-way sequence axis gathers one sequence's K and V per layer: 4096
-  // tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
-  const StepEstimate book_layout = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
-  double kv_bytes = 0;
-  for (const AxisComm& comm : book_layout.comms)
-    if (comm.axis == "sequence" && comm.op == CollectiveOp::kAllGather) kv_bytes = comm.bytes;
-  CHECK(kv_bytes == doctest::Approx(4096.0 * 2 * 2 * 128 * 2));
-  // The full pod now plans: its best layout shards the sequence (35 ways) beside 4-way TP.
-  const Plan pod = plan_training(c, 8960, v5p);
-  REQUIRE(pod.feasible > 0);
-  CHECK(pod.ranked.front().estimate.layout.sequence > 1);
-  CHECK(pod.ranked.front().estimate.layout.tensor == 4);
-}
-
-TEST_CASE("sequence sharding: general behaviour") {
-  const HardwareProfile& v5p = hardware("tpu-v5p");
-  TrainConfig c;
-  c.model = model_preset("llama2-13b");
-  c.batch_tokens = 64.0 * 4096;
-  // Memory and state: the sequence axis divides activations and, with fsdp, the state.
-  const StepEstimate flat = estimate_train_step(c, {.fsdp = 64}, v5p);
-  const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .sequence = 2}, v5p);
-  CHECK(split.memory.optimizer == doctest::Approx(flat.memory.optimizer));
-  CHECK(split.memory.activations == doctest::Approx(flat.memory.activations));
-  CHECK(split.tokens_per_chip == doctest::Approx(flat.tokens_per_chip));
-  const StepEstimate halved = estimate_train_step(c, {.fsdp = 64, .sequence = 2}, v5p);
-  CHECK(halved.memory.activations == doctest::Approx(flat.memory.activations / 2));
-  CHECK(halved.tokens_per_chip == doctest::Approx(2048));
-  // An uneven split pads the last shard and computes the padding.
-  const StepEstimate uneven = estimate_train_step(c, {.fsdp = 64, .sequence = 3}, v5p);
-  CHECK(uneven.tokens_per_chip == doctest::Approx(1366));
-  CHECK(uneven.padding_fraction == doctest::Approx(1 - 4096.0 / 4098));
-  CHECK(layout_problem(c, {.sequence = 8192}).find("exceeds the sequence length T=4096") != std::string::npos);
-  // Where the batch covers the chips the planner adds no sequence axis; train_gpt's own
-  // autograd (shardlab_activations) never gets one.
-  for (const PlanEntry& e : plan_training(c, 64, v5p).ranked) CHECK(e.estimate.layout.sequence == 1);
-  CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
-  c.shardlab_activations = true;
-  CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
 }
 
 TEST_CASE("the four cases of a sharded matmul, side by side (chapter 3)") {

@@ -1,5 +1,6 @@
 // The cost model beyond the book's figures: hardware profiles and their file, general
-// collective identities, training-step estimates around the book's crossovers, the planner.
+// collective identities, training-step estimates around the book's crossovers, sequence
+// sharding, pods joined by DCN and a layout's conditions, the planner, training totals.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -9,9 +10,12 @@
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
 #include "parallel/cost/collective.h"
+#include "parallel/cost/layout_conditions.h"
+#include "parallel/cost/multipod.h"
 #include "parallel/cost/planner.h"
 #include "parallel/cost/sharding.h"
 #include "parallel/cost/strategies.h"
+#include "parallel/cost/totals.h"
 #include "parallel/cost/transformer.h"
 
 using namespace shardlab;
@@ -186,6 +190,143 @@ TEST_CASE("GPU groups that do not fill whole nodes: gcd(gpus, node) per node, th
   cfg.batch_tokens = 3 << 20;
   const Plan plan = plan_training(cfg, 192, h100);
   CHECK(plan.feasible > 0);
+}
+
+TEST_CASE("pods joined by DCN: where an axis group lies, and its hierarchical ICI + DCN price") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  CHECK(pods_spanned(8960, v5p) == 1);
+  CHECK(pods_spanned(8961, v5p) == 2);
+  CHECK(pods_spanned(4 * 8960, v5p) == 4);
+  CHECK(pods_spanned(1 << 20, hardware("h100")) == 1);  // GPU nodes are the fat tree's, not pods
+  // data=4 outside whole pods: all over DCN; tensor=4 and fsdp=2048 x tensor=4 inside one.
+  CHECK(pod_split(4, 8960, v5p).in_pod == 1);
+  CHECK(pod_split(4, 8960, v5p).across_pods == 4);
+  CHECK(pod_split(2048, 4, v5p).across_pods == 1);
+  // fsdp=8960 beside tensor=4 on 4 pods: 2240 in each pod, 4 pods apart.
+  CHECK(pod_split(8960, 4, v5p).in_pod == 2240);
+  CHECK(pod_split(8960, 4, v5p).across_pods == 4);
+  const double v = 1e9;
+  // Over DCN alone: a one-way ring of each chip's 6.25 GB/s NIC share.
+  const CollectiveCost dcn = axis_collective(CollectiveOp::kAllReduce, v, 4, 8960, 4 * 8960, v5p);
+  CHECK(dcn.path == "dcn");
+  CHECK(dcn.bandwidth_seconds == doctest::Approx(2 * 3.0 / 4 * v / 6.25e9));
+  // Straddling pods: ICI over the pod's 2240 plus DCN over 4 pods on 1/2240 of the bytes.
+  const CollectiveCost mixed = axis_collective(CollectiveOp::kAllGather, v, 8960, 4, 4 * 8960, v5p);
+  const CollectiveCost within = axis_collective(CollectiveOp::kAllGather, v, 2240, 4, 8960, v5p);
+  const CollectiveCost across = torus_collective(CollectiveOp::kAllGather, v / 2240, {{4, true}}, v5p.dcn, false);
+  CHECK(mixed.path == "ici+dcn");
+  CHECK(mixed.seconds == doctest::Approx(within.seconds + across.seconds));
+  CHECK(torus_axes_spanned(4, 8960, v5p) == 1);
+  CHECK(torus_axes_spanned(2048, 8960, v5p) == 3);
+  CHECK(torus_axes_spanned(4096, 1 << 20, hardware("h100")) == 1);
+}
+
+TEST_CASE("layout conditions: every group's M and term at once, as the estimate prices them") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  TrainConfig c;
+  c.model = model_preset("llama3-70b");
+  c.model.context = 4096;
+  c.batch_tokens = 4 << 20;
+  // The book's 2048 x 4 on 8192 chips: one domain, FSDP over 3 torus axes, TP over 1.
+  const StepEstimate e = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
+  const LayoutConditions k = layout_conditions(c, e, v5p);
+  CHECK(k.pods == 1);
+  CHECK(k.dcn_ways == 1);
+  CHECK(k.chips_per_domain == 8192);
+  CHECK(k.fsdp == 2048);
+  CHECK(k.fsdp_axes == torus_axes_spanned(2048, 8192, v5p));
+  CHECK(k.tensor == 4);
+  CHECK(k.tensor_axes == 1);
+  CHECK(k.tokens_per_fsdp_member == doctest::Approx(512.0 * 4));
+  CHECK(k.fsdp_critical == doctest::Approx(2550.0 / k.fsdp_axes));
+  CHECK(k.fsdp_tp_critical == doctest::Approx(fsdp_tp_critical_batch(28672, v5p, k.fsdp_axes, 1)));
+  CHECK(k.comm_to_compute == doctest::Approx(std::max(k.fsdp_critical / k.tokens_per_fsdp_member, 4 / k.tp_max_degree)));
+  CHECK(k.compute_bound_by_book);
+  CHECK(k.dcn_crossing_seconds == 0);
+  // Each microbatch gathers the weights again: half the tokens per gather.
+  const StepEstimate halves = estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4, .microbatches = 2}, v5p);
+  CHECK(layout_conditions(c, halves, v5p).tokens_per_fsdp_member ==
+        doctest::Approx(layout_conditions(c, estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4}, v5p), v5p)
+                            .tokens_per_fsdp_member / 2));
+  // Two pods of DP over DCN with too small a batch per pod: the book's DCN term fails.
+  c.batch_tokens = 16.0 * 4096;  // 32,768 tokens per pod < C/W_dcn = 73,440
+  const StepEstimate tiny = estimate_train_step(c, {.data = 2, .fsdp = 8, .sequence = 35, .tensor = 32}, v5p);
+  const LayoutConditions kt = layout_conditions(c, tiny, v5p);
+  CHECK(kt.pods == 2);
+  CHECK(kt.dcn_ways == 2);
+  CHECK(kt.tokens_per_pod == doctest::Approx(8.0 * 4096));
+  CHECK_FALSE(kt.dcn_hidden);
+  CHECK_FALSE(kt.compute_bound_by_book);
+  CHECK(kt.dcn_crossing_seconds > 0);
+}
+
+// Issue 13: several pods, and chip counts past a pod that fill no whole pods, plan too.
+TEST_CASE("planner: 2-4 pods and counts past one pod on every TPU profile give layouts or reasons") {
+  TrainConfig c;
+  c.model = model_preset("llama2-13b");
+  c.batch_tokens = 4 << 20;
+  for (const std::string& name : hardware_names()) {
+    const HardwareProfile& hw = hardware(name);
+    if (name == "local" || hw.interconnect == Interconnect::kSwitched) continue;
+    for (int chips : {2 * hw.node_size, 3 * hw.node_size, 4 * hw.node_size, hw.node_size + 1, 3 * hw.node_size / 2}) {
+      CAPTURE(name);
+      CAPTURE(chips);
+      Plan plan;
+      REQUIRE_NOTHROW(plan = plan_training(c, chips, hw));
+      CHECK((!plan.ranked.empty() || !plan.skipped.empty()));
+      if (!plan.ranked.empty())
+        CHECK(layout_conditions(c, plan.ranked.front().estimate, hw).pods == pods_spanned(chips, hw));
+    }
+  }
+}
+
+TEST_CASE("sequence sharding: general behaviour") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  TrainConfig c;
+  c.model = model_preset("llama2-13b");
+  c.batch_tokens = 64.0 * 4096;
+  // Memory and state: the sequence axis divides activations and, with fsdp, the state.
+  const StepEstimate flat = estimate_train_step(c, {.fsdp = 64}, v5p);
+  const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .sequence = 2}, v5p);
+  CHECK(split.memory.optimizer == doctest::Approx(flat.memory.optimizer));
+  CHECK(split.memory.activations == doctest::Approx(flat.memory.activations));
+  CHECK(split.tokens_per_chip == doctest::Approx(flat.tokens_per_chip));
+  const StepEstimate halved = estimate_train_step(c, {.fsdp = 64, .sequence = 2}, v5p);
+  CHECK(halved.memory.activations == doctest::Approx(flat.memory.activations / 2));
+  CHECK(halved.tokens_per_chip == doctest::Approx(2048));
+  // An uneven split pads the last shard and computes the padding.
+  const StepEstimate uneven = estimate_train_step(c, {.fsdp = 64, .sequence = 3}, v5p);
+  CHECK(uneven.tokens_per_chip == doctest::Approx(1366));
+  CHECK(uneven.padding_fraction == doctest::Approx(1 - 4096.0 / 4098));
+  CHECK(layout_problem(c, {.sequence = 8192}).find("exceeds the sequence length T=4096") != std::string::npos);
+  // Where the batch covers the chips the planner adds no sequence axis; train_gpt's own
+  // autograd (shardlab_activations) never gets one.
+  for (const PlanEntry& e : plan_training(c, 64, v5p).ranked) CHECK(e.estimate.layout.sequence == 1);
+  CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
+  c.shardlab_activations = true;
+  CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
+}
+
+TEST_CASE("training totals: general behaviour and errors") {
+  const HardwareProfile& h100 = hardware("h100");
+  RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
+  const RunTotals t = run_totals(run, h100);
+  CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
+  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
+  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
+  CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
+                                                     .chips = 128, .mfu = 0.5},
+                                                    h100)
+                                             .seconds));
+  run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
+  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
+  run.state = state_preset("mixed-adam");
+  CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
+  CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
+  CHECK_THROWS_WITH_AS(state_preset("adafactor"), doctest::Contains("bf16-adam, mixed-adam"), shardlab::UserError);
+  CHECK_THROWS_WITH_AS(run_totals({.params = 1, .tokens = 1, .mfu = 1.5}, h100), doctest::Contains("(0, 1]"),
+                       shardlab::UserError);
+  CHECK_THROWS_AS(run_totals({.params = 0, .tokens = 1}, h100), shardlab::UserError);
 }
 
 TEST_CASE("predicted train step for train_gpt is FLOPs over peak") {

@@ -8,6 +8,7 @@
 #include "framework/error.h"
 #include "parallel/cost/activations.h"
 #include "parallel/cost/fat_tree.h"
+#include "parallel/cost/multipod.h"
 
 namespace shardlab::cost {
 
@@ -107,20 +108,7 @@ CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inne
     part.node_size = hw.node_size / inner;
     return gpu_collective(op, bytes, size, part);
   }
-  if (inner >= hw.node_size) {  // pods side by side: each chip's own DCN share
-    CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
-    c.path = "dcn";
-    return c;
-  }
-  const double domain = std::min(chips, hw.node_size);
-  const double side = std::pow(domain, 1.0 / hw.torus_axes);
-  const int spans = side > 1.5 ? std::clamp(static_cast<int>(std::lround(std::log(size) / std::log(side))), 1,
-                                            hw.torus_axes)
-                               : 1;
-  const int ring = std::max(2, static_cast<int>(std::lround(std::pow(size, 1.0 / spans))));
-  const bool whole_side = ring >= static_cast<int>(std::lround(side));
-  std::vector<RingAxis> axes(spans, RingAxis{ring, whole_side && hw.axis_wraps(ring)});
-  return torus_collective(op, bytes, axes, hw.ici, true);
+  return torus_axis_collective(op, bytes, size, inner, chips, hw);
 }
 
 namespace {

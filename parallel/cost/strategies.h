@@ -117,9 +117,9 @@ double predicted_train_step_seconds(const TransformerShape& shape, int64_t token
                                     DType compute = DType::kFp32, nn::Remat remat = nn::Remat::None);
 
 // The collective of one mesh axis inside a layout of `chips` chips, `inner` of which lie on
-// axes nested inside it. Torus: the axis spans round(log(size)/log(side)) physical axes of
-// a slice with side chips^(1/torus_axes), wraparound only when it covers whole sides; past
-// a pod (hw.node_size) it runs over DCN. GPU: NVLink while inner x size fits a node; over
+// axes nested inside it. Torus: torus_axis_collective (multipod.h): ICI on the physical
+// axes it spans within a pod, DCN once the inner axes fill pods, both (hierarchical) when
+// it straddles pods. GPU: NVLink while inner x size fits a node; over
 // whole nodes the fat tree (fat_tree_axis_collective, the inner axes as its inner axis);
 // otherwise hierarchical NVLink + InfiniBand, or InfiniBand rails alone once the inner
 // axes fill a node.
