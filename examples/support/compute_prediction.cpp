@@ -84,13 +84,18 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   if (!pipeline) return busy / (1.0 - e.bubble_fraction);
   // The schedule in units of one microbatch's forward through a rank's stages: a rank is
   // busy 3m of them (forward 1, backward 2).
+  // Where ranks share cores, the probe timed every rank at once, each at 1/sharing of a
+  // core; in the schedule a rank idles through its bubble and its core runs another. So
+  // the actions run up to `sharing` times faster than probed, and the cores cannot finish
+  // before the busy time they are given: the larger of the two.
   const parallel::PipelineSchedule& schedule = pipeline->schedule();
-  const double unit = busy / (3.0 * schedule.microbatches);
+  const double sharing = probe ? probe->core_sharing : 1.0;
+  const double unit = busy / (3.0 * schedule.microbatches) / sharing;
   const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert);  // one data rank's
   const int64_t bytes =
       numel_of(pipeline->message_shape(rows, run.sequence_length())) * static_cast<int64_t>(sizeof(float));
   const double message = mesh.context().links.hop_seconds(mesh.axis_info("pipe").index, bytes);
-  return parallel::check(schedule, message / unit).makespan * unit;
+  return std::max(busy, parallel::check(schedule, message / unit).makespan * unit);
 }
 
 }  // namespace shardlab::cli

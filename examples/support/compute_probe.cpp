@@ -1,14 +1,20 @@
 #include "examples/support/compute_probe.h"
 
+#include "examples/support/metrics.h"
+
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "framework/nn/module.h"
 #include "framework/nn/transformer.h"
 #include "framework/rng.h"
+#include "parallel/comm/comm.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/data_parallel/data_parallel.h"
 #include "parallel/tensor/tensor_parallel.h"
@@ -16,7 +22,7 @@
 namespace shardlab::cli {
 namespace {
 
-constexpr int kRepeats = 5;          // the fastest of five, after one warm-up pass
+constexpr int kRepeats = 7;          // the median of seven, after one warm-up pass
 constexpr int64_t kProbeTokens = 512;  // tokens timed (whole sequences); a microbatch's time scales with its rows
 
 // The run's model cut to `blocks` blocks and to this rank's tensor shard, with one
@@ -68,20 +74,32 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   const int64_t seq = std::max<int64_t>(1, run.sequence_length());
   const int64_t timed = std::min(rows, std::max<int64_t>(1, (kProbeTokens + seq - 1) / seq));
   StandIn one_period(run, probe.period_blocks, tensor, timed), two_periods(run, 2 * probe.period_blocks, tensor, timed);
-  double one = 1e30, two = 1e30;
+  std::vector<double> ones, twos;
   for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
     const double a = one_period.step_seconds(), b = two_periods.step_seconds();
     if (pass == 0) continue;  // warm-up: oneDNN primitives, first touch of the buffers
-    one = std::min(one, a);
-    two = std::min(two, b);
+    ones.push_back(a);
+    twos.push_back(b);
   }
+  // The median, not the fastest: a step is measured by its median too, and on a shared
+  // machine the fastest pass is a moment the steps will rarely see.
+  const double one = median(ones), two = median(twos);
+  double mine = 0;  // this rank's whole probe
+  for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + twos[i];
   // Scaled to the microbatch's rows; the mean over the ranks, all probing at once.
   const double scale = static_cast<double>(rows) / static_cast<double>(timed);
   std::vector<float> measured = {static_cast<float>(scale * std::max(two - one, 0.5 * one)),
-                                 static_cast<float>(scale * std::max(0.0, 2 * one - two))};
+                                 static_cast<float>(scale * std::max(0.0, 2 * one - two)), static_cast<float>(mine)};
   parallel::all_reduce(mesh.all(), measured);
   probe.period_seconds = measured[0] / mesh.size();
   probe.head_seconds = measured[1] / mesh.size();
+  // The slowest rank's probe against the mean: what a synchronised step waits for.
+  float slowest = static_cast<float>(mine);
+  parallel::all_reduce(mesh.all(), {&slowest, 1}, parallel::ReduceOp::kMax);
+  const double mean = measured[2] / mesh.size();
+  probe.rank_skew = mean > 0 ? std::max(0.0, slowest / mean - 1.0) : 0.0;
+  const double threads = static_cast<double>(parallel::ranks_sharing_node(mesh.all().comm())) * omp_get_max_threads();
+  probe.core_sharing = std::max(1.0, threads / std::max(1u, std::thread::hardware_concurrency()));
   return probe;
 }
 

@@ -7,10 +7,13 @@
 // moe_every blocks, one of them MoE; one block for a dense model), its matrices cut as the
 // tensor axis cuts them (parallel::shard_tensor_shapes, no collectives), on about 512
 // tokens of whole sequences of this rank's microbatch (scaled to all its rows), forward and backward,
-// under the run's remat policy: the fastest of five passes each, the two alternating. The
+// under the run's remat policy: the median of seven passes each, the two alternating. The
 // difference of the two is one period; the rest is the embedding, the head and the loss.
 // All ranks probe at once, as they will train (sharing cores if they do), and the mean is
-// kept. About a second for gpt-bench on one core.
+// kept -- and how much longer the slowest rank's probe took than the mean: a step whose
+// ranks synchronise (every parallel step does, at least once) runs at the slowest rank's
+// pace, and on a shared machine some core is slower than the others. About two seconds
+// for gpt-bench on one core.
 //
 // What the probe leaves to the prediction: the number of blocks and microbatches, the
 // pipeline schedule, the optimizer (at the calibrated memory bandwidth) and all
@@ -31,6 +34,10 @@ struct ComputeProbe {
   int64_t period_blocks = 1;   // blocks per period (moe_every for an MoE model, else 1)
   double period_seconds = 0;   // forward + backward of one period on one microbatch
   double head_seconds = 0;     // embedding, final norm, logits and loss, forward + backward
+  double rank_skew = 0;        // the slowest rank's probe time over the ranks' mean, minus 1
+  // Threads of this node's ranks per core (1 when each has cores of its own): the probe
+  // ran at this sharing; a rank that idles (a pipeline bubble) lends its core to another.
+  double core_sharing = 1;
   std::string describe() const;  // "block 12.3 ms + head 2.1 ms per microbatch"
 };
 

@@ -1,5 +1,6 @@
 #include "examples/support/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,13 @@
 #include "parallel/cost/transformer.h"
 
 namespace shardlab::cli {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
   cost::TransformerShape s = cost::shape_of(c);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "framework/nn/config.h"
 
@@ -19,6 +20,9 @@ namespace shardlab::cli {
 // biases, and no remat recompute (not useful work): 6 * N_matmul + 12 * L * T * D, no
 // causal discount.
 double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len);
+
+// The median of `v` (0 if empty): how a run and its prediction summarise repeated timings.
+double median(std::vector<double> v);
 
 class MetricsLog {
  public:

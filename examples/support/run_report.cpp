@@ -106,6 +106,18 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   predicted_exposed_other_ =
       calibrated ? parallel::planned_exposed_seconds(mesh, plan, other_groups, compute / 3.0, backward, run.overlap)
                  : 0.0;
+  // Ranks that synchronise wait for the slowest: the probe's rank skew of the compute,
+  // seen where the faster ranks wait -- in the blocking collectives, else (a pipeline) in
+  // the schedule's compute, else in the data axes' last wait.
+  const double skew = calibrated && mesh.size() > 1 ? compute * probe.rank_skew : 0.0;
+  if (!blocking_.empty()) {
+    blocking_.front().predicted += skew;
+    blocking_comm += skew;
+  } else if (pipeline_) {
+    compute += skew;
+  } else {
+    predicted_exposed_other_ += skew;
+  }
   predicted_step_ = calibrated ? compute + blocking_comm + predicted_exposed_other_ : 0.0;
   predicted_compute_ = calibrated ? compute : 0.0;
   if (!leader()) return;
@@ -130,6 +142,10 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   if (calibrated) {
     std::printf("predict %.1f ms per step: compute %.1f ms (%s, timed now)", predicted_step_ * 1e3, compute * 1e3,
                 probe.describe().c_str());
+    if (mesh.size() > 1) {
+      std::printf(" | rank skew %.1f ms (the slowest rank's probe %+.1f%% of the mean)", skew * 1e3,
+                  100.0 * probe.rank_skew);
+    }
   } else {
     std::printf("predict (compute: none, %s)", no_prediction.c_str());
   }
@@ -305,10 +321,7 @@ namespace {
 // page faults make the first steps slow, as the benchmarks leave them out too).
 double steady_median(std::vector<double> v) {
   v.erase(v.begin(), v.begin() + std::min<size_t>(2, v.size()));
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return median(std::move(v));
 }
 
 void print_component(const char* name, double measured, double predicted) {

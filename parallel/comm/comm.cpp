@@ -29,6 +29,13 @@ namespace {
 MPI_Comm g_job = MPI_COMM_NULL;  // what an internal error aborts, set by install_mpi_abort_handler
 }
 
+int ranks_sharing_node(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  SL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const Comm owned = Comm::owned(node);
+  return owned.size();
+}
+
 int job_rank_for_messages() {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -84,6 +84,10 @@ class Comm {
 // flags would otherwise part ways and wait in some later collective until the watchdog.
 void check_same_configuration(MPI_Comm comm, const std::string& configuration);
 
+// Collective over `comm`: how many of its ranks run on this rank's node (share its
+// memory, MPI_COMM_TYPE_SHARED), this one included.
+int ranks_sharing_node(MPI_Comm comm);
+
 // Rank in the job the abort handler was installed for, for messages only (-1 before).
 int job_rank_for_messages();
 
