@@ -1,0 +1,21 @@
+// The book's GPU conditions of one training layout (chapter "gpus", "Rooflines for LLM
+// Scaling on GPUs"; parallel/cost/gpu_conditions.h) as `train` prints them on a switched
+// network: the text lines under "book conditions (gpus.md)" and the `book_conditions`
+// JSON object (docs/plan_json.md).
+//
+//   text += plan::gpu_conditions_text(config, estimate, hardware("h100"));
+#pragma once
+
+#include <string>
+
+#include "examples/plan_args.h"
+#include "parallel/cost/strategies.h"
+
+namespace shardlab::plan {
+
+std::string gpu_conditions_text(const cost::TrainConfig& config, const cost::StepEstimate& estimate,
+                                const cost::HardwareProfile& hw);
+Json gpu_conditions_json(const cost::TrainConfig& config, const cost::StepEstimate& estimate,
+                         const cost::HardwareProfile& hw);
+
+}  // namespace shardlab::plan
