@@ -54,12 +54,15 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
             fixed(g.pp_ratio, "%.3f") +
             " of the compute: " + verdict(g.pp_ratio <= 1) + "\n";
   }
-  text += "    T_comms/T_math by the book " + fixed(g.comm_to_compute, "%.2f") + ": " +
-          (g.compute_bound_by_book ? "compute-bound" : "communication-bound") + "; the cost model's step " +
-          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
-          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
-          ", communication " + human(e.comm_seconds, "s") + ")\n";
-  return text;
+  return text + book_verdict_line(g.comm_to_compute, e);
+}
+
+std::string book_verdict_line(double comm_to_compute, const StepEstimate& e) {
+  return "    T_comms/T_math by the book " + fixed(comm_to_compute, "%.2f") + ": " +
+         (comm_to_compute <= 1 ? "compute-bound" : "communication-bound") + "; the cost model's step " +
+         human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
+         (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
+         ", communication " + human(e.comm_seconds, "s") + ")\n";
 }
 
 Json gpu_conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {

@@ -111,14 +111,7 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
             verdict(k.dcn_hidden) + "; collectives crossing pods " + human(k.dcn_crossing_seconds, "s") +
             " (ICI part included) vs backward " + human(k.backward_seconds, "s") + ": " +
             (k.dcn_crossing_hidden ? "hidden" : "NOT hidden") + "\n";
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.2f", k.comm_to_compute);
-  text += "    T_comms/T_math by the book " + std::string(ratio) + ": " +
-          (k.compute_bound_by_book ? "compute-bound" : "communication-bound") + "; the cost model's step " +
-          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
-          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
-          ", communication " + human(e.comm_seconds, "s") + ")\n";
-  return text;
+  return text + book_verdict_line(k.comm_to_compute, e);
 }
 
 // "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
