@@ -12,6 +12,7 @@
 //   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan model --params 70e9 [--batch 4M]        a bare parameter count: 6N, bytes
+//   shardlab-plan model --model llama3-70b --per-layer    each matmul's parameters and FLOPs
 //   shardlab-plan train --model llama2-13b --hw tpu-v5p --chips 64 --batch 4M
 //   shardlab-plan train --model gpt-bench --cluster local --chips 2 --batch 2048 --run --train-args "--steps 20"
 //   shardlab-plan infer --model llama3-70b --hw tpu-v5e --chips 8 --batch 32 --context 8k --weights int8
@@ -36,6 +37,7 @@
 #include "examples/plan_args.h"
 #include "examples/plan_collective.h"
 #include "examples/plan_hw.h"
+#include "examples/plan_layer_table.h"
 #include "examples/plan_matmul_sweep.h"
 #include "examples/plan_network.h"
 #include "examples/plan_offload.h"
@@ -168,6 +170,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
   }
   if (a.count("params")) return model_from_params(a);
   const TransformerShape s = model_from(a);
+  if (a.count("per-layer")) return print_layer_table(a, s);
   const ParamCounts p = count_params(s);
   const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
   const DType kv = parse_dtype(a["kv-dtype"].as<std::string>());
@@ -377,7 +380,8 @@ int main(int argc, char** argv) {
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
-                     "tensor; sequence shards each sequence's tokens, for fewer sequences than chips)",
+                     "tensor; sequence shards each sequence's tokens, for fewer sequences than chips), with the book's "
+                     "conditions for it (training.md on TPU tori, gpus.md on GPU networks)",
            cxxopts::value<std::string>())
           ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
           ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
@@ -391,7 +395,8 @@ int main(int argc, char** argv) {
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
       if (command == "model")
         o.add_options()("params", "N: a bare parameter count, e.g. 70e9 (6N FLOPs/token, weight and state bytes)",
-                        cxxopts::value<std::string>());
+                        cxxopts::value<std::string>())
+            ("per-layer", "the chapter's per-layer table: each matmul's einsum, parameters and training FLOPs per token");
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
     } else if (command == "roofline") {
       add_roofline_flags(o);

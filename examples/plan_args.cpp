@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "framework/error.h"
+#include "parallel/cost/multipod.h"
 
 namespace shardlab::plan {
 
@@ -195,6 +196,32 @@ TransformerShape model_from(const cxxopts::ParseResult& a) {
     throw UserError("give --model <preset> or the dimensions --layers --d-model --d-ff --heads --vocab --context");
   s.validate();
   return s;
+}
+
+int chips_or_pods(const cxxopts::ParseResult& a, const cost::HardwareProfile& hw, int64_t chips) {
+  if (!a.count("pods")) return static_cast<int>(chips);
+  const int pods = a["pods"].as<int>();
+  require_positive("--pods", pods);
+  if (hw.interconnect == cost::Interconnect::kSwitched)
+    throw UserError("--pods " + std::to_string(pods) + ": " + hw.name +
+                    " is a GPU cluster of nodes, not TPU pods; give --chips (the fat tree prices its nodes)");
+  const int64_t pod_chips = static_cast<int64_t>(pods) * hw.node_size;
+  if (pod_chips > (1 << 30))
+    throw UserError("--pods " + std::to_string(pods) + " of " + std::to_string(hw.node_size) + " chips is " +
+                    std::to_string(pod_chips) + " chips, past what the planner counts; give fewer pods");
+  if (a.count("chips") && chips != pod_chips)
+    throw UserError("--chips " + std::to_string(chips) + " disagrees with --pods " + std::to_string(pods) + " x " +
+                    std::to_string(hw.node_size) + " chips per pod of " + hw.name + " = " +
+                    std::to_string(pod_chips) + "; give one of them");
+  return static_cast<int>(pod_chips);
+}
+
+std::string pods_line(const cost::HardwareProfile& hw, int pods, double batch_tokens, cost::DType compute) {
+  return std::to_string(pods) + " pods of " + std::to_string(hw.node_size) + " chips joined by DCN (" +
+         human(hw.dcn.bandwidth, "B/s") + " per chip): " +
+         (batch_tokens > 0 ? human(batch_tokens / pods, "") + " tokens per pod; " : std::string()) +
+         "pure DP across pods hides under the backward pass above C/W_dcn = " +
+         human(cost::dcn_critical_batch_per_pod(hw, compute), "") + " per pod";
 }
 
 }  // namespace shardlab::plan

@@ -58,4 +58,13 @@ constexpr const char* kSizesHelp =
 // --efficiency: the fraction of peak FLOP/s, in (0, 1].
 double efficiency_from(const cxxopts::ParseResult& a);
 
+// The chip count of train and totals: `chips` (their --chips), or --pods whole TPU pods of
+// hw (chips = pods x pod size; both given: they must agree). UserError on a GPU profile,
+// whose nodes the fat tree prices.
+int chips_or_pods(const cxxopts::ParseResult& a, const cost::HardwareProfile& hw, int64_t chips);
+// Past one pod (pods > 1, multipod.h): "2 pods of 8960 chips joined by DCN (6.25 GB/s per
+// chip): 1.05 M tokens per pod; pure DP across pods hides under the backward pass above
+// C/W_dcn = 73.4 k per pod" (batch_tokens 0: without the tokens per pod).
+std::string pods_line(const cost::HardwareProfile& hw, int pods, double batch_tokens, cost::DType compute);
+
 }  // namespace shardlab::plan

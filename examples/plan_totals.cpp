@@ -6,6 +6,7 @@
 #include "examples/plan_args.h"
 #include "framework/error.h"
 #include "framework/nn/config.h"
+#include "parallel/cost/multipod.h"
 #include "parallel/cost/totals.h"
 
 namespace shardlab::plan {
@@ -19,6 +20,8 @@ void add_totals_flags(cxxopts::Options& o) {
       ("tokens", "T: training tokens, e.g. 15e12", cxxopts::value<std::string>())
       ("attention", "add attention's FLOPs at --context (needs a model's shape)")
       ("chips", "chips in the cluster, e.g. 8960", cxxopts::value<std::string>()->default_value("1"))
+      ("pods", "whole TPU pods of the profile joined by DCN (chips = pods x pod size), as train --pods",
+       cxxopts::value<int>())
       ("mfu", "achieved fraction of peak FLOP/s (what train/infer call --efficiency)",
        cxxopts::value<double>()->default_value("0.4"))
       ("dtype", "the matmul dtype whose peak counts: bf16, fp32, fp8, int8",
@@ -103,7 +106,7 @@ int cmd_totals(const cxxopts::ParseResult& a) {
     if (!shape) throw UserError("--attention needs the model's heads and layers: give --model or its dimensions");
     run.extra_flops_per_token = 3 * attention_flops_per_token(*shape, shape->context);
   }
-  run.chips = parse_count(a["chips"].as<std::string>(), "chips");
+  run.chips = chips_or_pods(a, hw, parse_count(a["chips"].as<std::string>(), "chips"));
   run.mfu = a["mfu"].as<double>();
   if (!(run.mfu > 0 && run.mfu <= 1))
     throw UserError("--mfu " + std::to_string(run.mfu) + " is a fraction of peak FLOP/s; give a value in (0, 1]");
@@ -141,6 +144,12 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                    {"fits", t.fits},
                    {"min_chips", t.min_chips},
                    {"largest_pure_dp_params", t.largest_pure_dp_params}});
+  // Past one pod, what train --pods prints of the DCN between them (multipod.h).
+  const int pods = pods_spanned(static_cast<int>(run.chips), hw);
+  const double batch = a.count("batch-tokens") ? parse_size(a["batch-tokens"].as<std::string>(), "batch-tokens") : 0;
+  json.update(Json{{"pods", pods}, {"tokens_per_pod", pods > 1 && batch > 0 ? Json(batch / pods) : Json(nullptr)},
+                   {"dcn_critical_tokens_per_pod",
+                    pods > 1 ? Json(dcn_critical_batch_per_pod(hw, run.dtype)) : Json(nullptr)}});
 
   const std::string chips = std::to_string(run.chips) + " x " + hw.name;
   std::string text = (shape ? shape->describe() + "\n" : "") + "run: " + scientific(run.params, "params") + " x " +
@@ -164,6 +173,7 @@ int cmd_totals(const cxxopts::ParseResult& a) {
           std::to_string(t.min_chips) + " chips\n  largest model pure data parallelism trains on one " + hw.name +
           ": " + human(t.largest_pure_dp_params, "") + " params" + " (HBM / " + human(run.state.per_param(), "B") +
           " per param, no activations)\n";
+  if (pods > 1) text += "  " + pods_line(hw, pods, batch, run.dtype) + "\n";
   emit(a, json, text);
   return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "examples/plan_args.h"
 #include "examples/plan_command.h"
+#include "examples/plan_gpu_conditions.h"
 #include "framework/error.h"
 #include "parallel/cost/layout_conditions.h"
 #include "parallel/cost/multipod.h"
@@ -47,11 +48,11 @@ Json estimate_json(const StepEstimate& e) {
               {"comms", comms}};
 }
 
-// The book's conditions of one layout over all its axes at once (layout_conditions.h); they
-// are the TPU chapters' (ICI tori and DCN): null, and no text, on a switched GPU network,
-// whose groups past a node the fat tree prices (chapter 12, `shardlab-plan network`).
+// The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
+// and DCN, layout_conditions.h), or on a switched GPU network the GPU chapter's
+// (gpu_conditions.h, plan_gpu_conditions.h).
 Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
-  if (hw.interconnect == Interconnect::kSwitched) return nullptr;
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);
   return Json{{"pods", k.pods},
               {"chips_per_pod", k.chips_per_domain},
@@ -82,7 +83,7 @@ Json conditions_json(const TrainConfig& c, const StepEstimate& e, const Hardware
 }
 
 std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
-  if (hw.interconnect == Interconnect::kSwitched) return "";
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);
   auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
   std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
@@ -110,14 +111,7 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
             verdict(k.dcn_hidden) + "; collectives crossing pods " + human(k.dcn_crossing_seconds, "s") +
             " (ICI part included) vs backward " + human(k.backward_seconds, "s") + ": " +
             (k.dcn_crossing_hidden ? "hidden" : "NOT hidden") + "\n";
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.2f", k.comm_to_compute);
-  text += "    T_comms/T_math by the book " + std::string(ratio) + ": " +
-          (k.compute_bound_by_book ? "compute-bound" : "communication-bound") + "; the cost model's step " +
-          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
-          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
-          ", communication " + human(e.comm_seconds, "s") + ")\n";
-  return text;
+  return text + book_verdict_line(k.comm_to_compute, e);
 }
 
 // "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
@@ -148,25 +142,6 @@ Layout parse_layout(const std::string& text, int chips) {
     throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
                     std::to_string(chips) + "; make the axis sizes multiply to the chip count");
   return l;
-}
-
-// --chips, or --pods whole pods of the profile (both: they must agree).
-int chips_from(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
-  if (!a.count("pods")) return a["chips"].as<int>();
-  const int pods = a["pods"].as<int>();
-  require_positive("--pods", pods);
-  if (hw.interconnect == Interconnect::kSwitched)
-    throw UserError("--pods " + std::to_string(pods) + ": " + hw.name +
-                    " is a GPU cluster of nodes, not TPU pods; give --chips (the fat tree prices its nodes)");
-  const int64_t chips = static_cast<int64_t>(pods) * hw.node_size;
-  if (chips > (1 << 30))
-    throw UserError("--pods " + std::to_string(pods) + " of " + std::to_string(hw.node_size) + " chips is " +
-                    std::to_string(chips) + " chips, past what the planner counts; give fewer pods");
-  if (a.count("chips") && a["chips"].as<int>() != chips)
-    throw UserError("--chips " + std::to_string(a["chips"].as<int>()) + " disagrees with --pods " +
-                    std::to_string(pods) + " x " + std::to_string(hw.node_size) + " chips per pod of " + hw.name +
-                    " = " + std::to_string(chips) + "; give one of them");
-  return static_cast<int>(chips);
 }
 
 // --tokens: a whole run at this layout's step time (steps, seconds, days), JSON and a line.
@@ -200,7 +175,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
-  const int chips = chips_from(a, hw);
+  const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);
@@ -247,10 +222,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     conditions.update(Json{{"pods", pods},
                            {"tokens_per_pod", c.batch_tokens / pods},
                            {"dcn_critical_tokens_per_pod", dcn_critical}});
-    pods_text = std::to_string(pods) + " pods of " + std::to_string(hw.node_size) + " chips joined by DCN (" +
-                human(hw.dcn.bandwidth, "B/s") + " per chip): " + human(c.batch_tokens / pods, "") +
-                " tokens per pod; pure DP across pods hides under the backward pass above C/W_dcn = " +
-                human(dcn_critical, "") + " per pod\n";
+    pods_text = pods_line(hw, pods, c.batch_tokens, c.precision.compute) + "\n";
   }
   Json ranked = Json::array(), skipped = Json::object();
   std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +

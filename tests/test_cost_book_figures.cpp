@@ -230,7 +230,7 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   const PaddedMatmul tiny = pad_to_tile({.b = 512, .d = 100, .f = 300}, hardware("tpu-v6e").facts.mxu_size);
   CHECK(tiny.padded.d == 256);
   CHECK(tiny.padded.f == 512);
-  CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)));
+  CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)).scale(0));
   CHECK(pad_to_tile({.b = 8, .d = 8192, .f = 28672}, 128).useful_fraction == 1);
   CHECK_THROWS_WITH_AS(pad_to_tile({.b = 8, .d = 8, .f = 8}, 0), doctest::Contains("tile 0 must be at least 1"),
                        shardlab::UserError);
@@ -241,7 +241,7 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   CHECK(add.flops == n);
   CHECK(add.bytes == 6 * n);
   CHECK_FALSE(add.compute_bound);
-  CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11));
+  CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11).scale(0));
   // An einsum that is a matmul prices exactly as the matmul calculator.
   const Roofline mm = einsum_roofline("bd,df->bf", {{'b', 4096}, {'d', 8192}, {'f', 32768}}, {bf16}, v5e);
   const Roofline direct = matmul_roofline({.b = 4096, .d = 8192, .f = 32768}, v5e);
@@ -292,12 +292,12 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
        2e-6, kExact},
   });
   CHECK(small_y.latency_bound);                          // 131 kB < 4 x 45 kB (no wraparound: 3 hops of V/4)
-  CHECK(threshold(small_y, 2.0 * 256 * 256) == doctest::Approx(4 * 45e3));
+  CHECK(threshold(small_y, 2.0 * 256 * 256) == doctest::Approx(4 * 45e3).scale(0));
   CHECK(tiny_x.latency_bound);
   CHECK_FALSE(pod_axis.latency_bound);
   // Latency-bound exactly below the threshold: priced there, both terms are equal.
   const CollectiveCost at = collective_cost(CollectiveOp::kAllReduce, threshold(pod_axis, 64e6), {16}, v5e);
-  CHECK(at.latency_seconds == doctest::Approx(at.bandwidth_seconds));
+  CHECK(at.latency_seconds == doctest::Approx(at.bandwidth_seconds).scale(0));
   // With wraparound the route goes the short way; coordinates are checked.
   CHECK(torus_transfer(1e6, {{16, true}}, {0}, {15}, v5e.ici).hops == 1);
   CHECK(torus_transfer(1e6, {{16, false}}, {0}, {15}, v5e.ici).hops == 15);
@@ -309,9 +309,9 @@ TEST_CASE("point-to-point transfers and the message size where a collective turn
   const TransferCost nvlink = transfer_cost(1e9, {16}, {0}, {7}, h100);
   const TransferCost ib = transfer_cost(1e9, {16}, {0}, {8}, h100);
   CHECK(nvlink.path == "nvlink");
-  CHECK(nvlink.bandwidth_seconds == doctest::Approx(1e9 / 450e9));
+  CHECK(nvlink.bandwidth_seconds == doctest::Approx(1e9 / 450e9).scale(0));
   CHECK(ib.path == "infiniband");
-  CHECK(ib.bandwidth_seconds == doctest::Approx(1e9 / 50e9));
+  CHECK(ib.bandwidth_seconds == doctest::Approx(1e9 / 50e9).scale(0));
   CHECK(latency_bound_bytes(0, 1, 1e6) == 0);
 }
 
@@ -337,7 +337,7 @@ TEST_CASE("host DRAM offload over PCIe, ICI and DCN (tpus.md Q6)") {
   });
   CHECK(o.via_ici.pipelined_seconds < o.via_dcn.pipelined_seconds);  // "option (2) is better"
   CHECK(o.via_ici.serial_seconds == doctest::Approx(o.via_ici.pcie_seconds + o.via_ici.ici_seconds +
-                                                    o.via_ici.hbm_seconds + o.via_ici.math_seconds));
+                                                    o.via_ici.hbm_seconds + o.via_ici.math_seconds).scale(0));
   // Inside the mesh TPU{1,1} has 4 links in; on a wrapping 16x16 pod every chip has 4.
   CHECK(host_offload({.bytes = 16e9, .mesh = {4, 4}, .to = {1, 1}}, hardware("tpu-v5e")).ici_links_in == 4);
   CHECK(host_offload({.bytes = 16e9, .mesh = {16, 16}, .to = {0, 0}}, hardware("tpu-v5e")).ici_links_in == 4);

@@ -20,7 +20,7 @@ constexpr double kBook = 0.10;
 constexpr double kExact = 1e-3;
 constexpr double kUs = 1e-6, kMs = 1e-3;
 
-doctest::Approx book(double v) { return doctest::Approx(v).epsilon(kBook); }
+doctest::Approx book(double v) { return doctest::Approx(v).epsilon(kBook).scale(0); }
 doctest::Approx exact(double v) { return doctest::Approx(v).epsilon(kExact).scale(0); }
 
 const HardwareProfile& v4p() { return hardware("tpu-v4p"); }
@@ -153,7 +153,7 @@ TEST_CASE("X1: 64-layer D=4096 MHA model: params, attention share, int8 KV per t
   const TransformerShape s = shape(64, 4096, 16384, 32, 128, 32000);
   const ParamCounts p = count_params(s);
   CHECK(p.total == exact(17.44e9));  // [check] exact arithmetic
-  CHECK(p.total == doctest::Approx(16e9).epsilon(0.1));  // the book's rounded 4e3/16e3/32e3
+  CHECK(p.total == doctest::Approx(16e9).epsilon(0.1).scale(0));  // the book's rounded 4e3/16e3/32e3
   CHECK(p.attention / p.total == book(0.25));
   CHECK(kv_bytes_per_token(s, DType::kInt8) == 524288);  // [check]; the book's "512 kB"
 }
@@ -287,10 +287,10 @@ TEST_CASE("I4: LLaMA-2 13B generation on 8 x v5e: KV, memory, step and throughpu
     CAPTURE(row.batch);
     const DecodeEstimate d = estimate_decode(m, {.batch = row.batch, .context = 8192, .chips = 8}, hw);
     // The table's cells are rounded to 0.1 GB; exact counts agree within 1%.
-    CHECK(d.kv_bytes == doctest::Approx(row.kv * 1e9).epsilon(0.01));
-    CHECK(d.weight_bytes + d.kv_bytes == doctest::Approx(row.total * 1e9).epsilon(0.01));
-    CHECK(d.step_seconds == doctest::Approx(row.step_ms * kMs).epsilon(0.01));
-    CHECK(d.tokens_per_second == doctest::Approx(row.tokens_per_s).epsilon(0.01));
+    CHECK(d.kv_bytes == doctest::Approx(row.kv * 1e9).epsilon(0.01).scale(0));
+    CHECK(d.weight_bytes + d.kv_bytes == doctest::Approx(row.total * 1e9).epsilon(0.01).scale(0));
+    CHECK(d.step_seconds == doctest::Approx(row.step_ms * kMs).epsilon(0.01).scale(0));
+    CHECK(d.tokens_per_second == doctest::Approx(row.tokens_per_s).epsilon(0.01).scale(0));
     CHECK(d.memory_bound);
   }
 }
@@ -330,7 +330,7 @@ TEST_CASE("AI3-AI4: LLaMA-3 70B, BS=32, 8192 context, int8: 7 chips -> v5e 4x2, 
   c.chips = 16;
   const DecodeEstimate d16 = estimate_decode(m, c, v5e());
   CHECK(d16.step_seconds == book(8.5 * kMs));
-  CHECK(d16.tokens_per_second_per_chip == doctest::Approx(d.tokens_per_second_per_chip).epsilon(0.01));
+  CHECK(d16.tokens_per_second_per_chip == doctest::Approx(d.tokens_per_second_per_chip).epsilon(0.01).scale(0));
 }
 
 TEST_CASE("AI11: prefill of 8192 tokens of LLaMA-3 70B on 16 v5e at 40% MFU takes ~0.91 s") {
@@ -340,7 +340,7 @@ TEST_CASE("AI11: prefill of 8192 tokens of LLaMA-3 70B on 16 v5e at 40% MFU take
   CHECK(p.matmul_flops / (16 * 1.97e14 * 0.4) == book(0.91));  // the book's 2 N T
   CHECK(p.compute_bound);
   // Full-square attention adds 4 T N H L per token (+15% at T = 8192); the book leaves it out.
-  CHECK(p.seconds == doctest::Approx(0.91 * 1.15).epsilon(0.05));
+  CHECK(p.seconds == doctest::Approx(0.91 * 1.15).epsilon(0.05).scale(0));
 }
 
 TEST_CASE("G3: critical matmul intensity of H100 and B200, bf16 and fp8") {

@@ -61,10 +61,10 @@ TEST_CASE("collectives: identities of the ring model") {
     CAPTURE(n);
     const auto ag = torus_collective(CollectiveOp::kAllGather, v, {{n, true}}, link);
     CHECK(torus_collective(CollectiveOp::kReduceScatter, v, {{n, true}}, link).seconds == ag.seconds);
-    CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{n, true}}, link).seconds == doctest::Approx(2 * ag.seconds));
+    CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{n, true}}, link).seconds == doctest::Approx(2 * ag.seconds).scale(0));
     // One direction of a ring: the textbook (n-1)/n V / W.
     CHECK(torus_collective(CollectiveOp::kAllGather, v, {{n, true}}, link, false).seconds ==
-          doctest::Approx((n - 1) * v / (n * link.bandwidth)));
+          doctest::Approx((n - 1) * v / (n * link.bandwidth)).scale(0));
     CHECK(collective_time(CollectiveOp::kAllGather, v, n, link, true, true) == ag.seconds);
     // A line is never faster than a ring.
     CHECK(torus_collective(CollectiveOp::kAllGather, v, {{n, false}}, link).seconds >= ag.seconds);
@@ -82,11 +82,11 @@ TEST_CASE("GPU collectives over whole nodes: the fat tree's slowest level") {
   const auto two = gpu_collective(CollectiveOp::kAllReduce, v, 16, h100);
   CHECK(two.path == "nvlink+infiniband (fat tree, node-bound)");
   // Two nodes: NVLink's 7/8 V / 450 GB/s outlasts the leaf's 1/2 V / 400 GB/s.
-  CHECK(two.seconds == doctest::Approx(2 * std::max(7.0 / 8 * v / 450e9, 0.5 * v / 400e9)));
-  CHECK(two.seconds == doctest::Approx(node.seconds));
+  CHECK(two.seconds == doctest::Approx(2 * std::max(7.0 / 8 * v / 450e9, 0.5 * v / 400e9)).scale(0));
+  CHECK(two.seconds == doctest::Approx(node.seconds).scale(0));
   // A whole SU: the leaf binds, 31/32 V / 400 GB/s.
   const auto su = gpu_collective(CollectiveOp::kAllReduce, v, 256, h100);
-  CHECK(su.seconds == doctest::Approx(2 * 31.0 / 32 * v / 400e9));
+  CHECK(su.seconds == doctest::Approx(2 * 31.0 / 32 * v / 400e9).scale(0));
   CHECK(su.path == "nvlink+infiniband (fat tree, leaf-bound)");
   CHECK(su.hops == 2 * (7 + 31));
   // 12 GPUs no longer fail: the next test case prices them.
@@ -113,7 +113,7 @@ TEST_CASE("training step: pure FSDP turns compute-bound near the book's C/W per 
   const HardwareProfile& v5p = hardware("tpu-v5p");
   // 64 chips = 4x4x4: FSDP spans 3 axes, C/W = 850. Without remat a step is 6N FLOPs per
   // token against 3 collectives of the weights, so the crossover sits at C/W exactly.
-  CHECK(dp_critical_batch(v5p, 3) == doctest::Approx(850));
+  CHECK(dp_critical_batch(v5p, 3) == doctest::Approx(850).scale(0));
   const Layout fsdp{.fsdp = 64};
   const StepEstimate low = estimate_train_step(small_model(64 * 512), fsdp, v5p);     // 0.6 C/W
   const StepEstimate high = estimate_train_step(small_model(64 * 4096), fsdp, v5p);   // 4.8 C/W
@@ -128,11 +128,11 @@ TEST_CASE("training step: sharding state shrinks memory per chip; pipelines pay 
   const TrainConfig c = small_model(1 << 20);
   const StepEstimate dp = estimate_train_step(c, {.data = 8}, v5p);
   const StepEstimate fsdp = estimate_train_step(c, {.fsdp = 8}, v5p);
-  CHECK(fsdp.memory.optimizer == doctest::Approx(dp.memory.optimizer / 8));
+  CHECK(fsdp.memory.optimizer == doctest::Approx(dp.memory.optimizer / 8).scale(0));
   CHECK(fsdp.memory.total() < dp.memory.total());
   const StepEstimate pp = estimate_train_step(c, {.data = 2, .pipe = 4, .microbatches = 4}, v5p);
-  CHECK(pp.bubble_fraction == doctest::Approx(3.0 / 7));
-  CHECK(pp.compute_seconds == doctest::Approx(dp.compute_seconds / (1 - 3.0 / 7)));
+  CHECK(pp.bubble_fraction == doctest::Approx(3.0 / 7).scale(0));
+  CHECK(pp.compute_seconds == doctest::Approx(dp.compute_seconds / (1 - 3.0 / 7)).scale(0));
   CHECK_THROWS_WITH_AS(estimate_train_step(c, {.tensor = 3}, v5p), doctest::Contains("tensor=3 does not divide"),
                        UserError);
 }
@@ -180,7 +180,7 @@ TEST_CASE("GPU groups that do not fill whole nodes: gcd(gpus, node) per node, th
   // 12 GPUs on nodes of 8: 4 per node on NVLink, 3 nodes over the NICs.
   const CollectiveCost c = gpu_collective(CollectiveOp::kAllReduce, v, 12, h100);
   const double within = 3.0 / 4.0 * v / h100.ici.bandwidth, across = 2.0 / 3.0 * (v / 4) / h100.dcn.bandwidth;
-  CHECK(c.bandwidth_seconds == doctest::Approx(2 * (within + across)));
+  CHECK(c.bandwidth_seconds == doctest::Approx(2 * (within + across)).scale(0));
   CHECK(c.path == "nvlink+infiniband (hierarchical)");
   // Nodes shared with other groups past an SU (320 GPUs = 1.25 SUs) stay hierarchical.
   CHECK(gpu_collective(CollectiveOp::kAllGather, v, 320, h100).path == "nvlink+infiniband (hierarchical)");
@@ -209,13 +209,13 @@ TEST_CASE("pods joined by DCN: where an axis group lies, and its hierarchical IC
   // Over DCN alone: a one-way ring of each chip's 6.25 GB/s NIC share.
   const CollectiveCost dcn = axis_collective(CollectiveOp::kAllReduce, v, 4, 8960, 4 * 8960, v5p);
   CHECK(dcn.path == "dcn");
-  CHECK(dcn.bandwidth_seconds == doctest::Approx(2 * 3.0 / 4 * v / 6.25e9));
+  CHECK(dcn.bandwidth_seconds == doctest::Approx(2 * 3.0 / 4 * v / 6.25e9).scale(0));
   // Straddling pods: ICI over the pod's 2240 plus DCN over 4 pods on 1/2240 of the bytes.
   const CollectiveCost mixed = axis_collective(CollectiveOp::kAllGather, v, 8960, 4, 4 * 8960, v5p);
   const CollectiveCost within = axis_collective(CollectiveOp::kAllGather, v, 2240, 4, 8960, v5p);
   const CollectiveCost across = torus_collective(CollectiveOp::kAllGather, v / 2240, {{4, true}}, v5p.dcn, false);
   CHECK(mixed.path == "ici+dcn");
-  CHECK(mixed.seconds == doctest::Approx(within.seconds + across.seconds));
+  CHECK(mixed.seconds == doctest::Approx(within.seconds + across.seconds).scale(0));
   CHECK(torus_axes_spanned(4, 8960, v5p) == 1);
   CHECK(torus_axes_spanned(2048, 8960, v5p) == 3);
   CHECK(torus_axes_spanned(4096, 1 << 20, hardware("h100")) == 1);
@@ -237,24 +237,24 @@ TEST_CASE("layout conditions: every group's M and term at once, as the estimate 
   CHECK(k.fsdp_axes == torus_axes_spanned(2048, 8192, v5p));
   CHECK(k.tensor == 4);
   CHECK(k.tensor_axes == 1);
-  CHECK(k.tokens_per_fsdp_member == doctest::Approx(512.0 * 4));
-  CHECK(k.fsdp_critical == doctest::Approx(2550.0 / k.fsdp_axes));
-  CHECK(k.fsdp_tp_critical == doctest::Approx(fsdp_tp_critical_batch(28672, v5p, k.fsdp_axes, 1)));
-  CHECK(k.comm_to_compute == doctest::Approx(std::max(k.fsdp_critical / k.tokens_per_fsdp_member, 4 / k.tp_max_degree)));
+  CHECK(k.tokens_per_fsdp_member == doctest::Approx(512.0 * 4).scale(0));
+  CHECK(k.fsdp_critical == doctest::Approx(2550.0 / k.fsdp_axes).scale(0));
+  CHECK(k.fsdp_tp_critical == doctest::Approx(fsdp_tp_critical_batch(28672, v5p, k.fsdp_axes, 1)).scale(0));
+  CHECK(k.comm_to_compute == doctest::Approx(std::max(k.fsdp_critical / k.tokens_per_fsdp_member, 4 / k.tp_max_degree)).scale(0));
   CHECK(k.compute_bound_by_book);
   CHECK(k.dcn_crossing_seconds == 0);
   // Each microbatch gathers the weights again: half the tokens per gather.
   const StepEstimate halves = estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4, .microbatches = 2}, v5p);
   CHECK(layout_conditions(c, halves, v5p).tokens_per_fsdp_member ==
         doctest::Approx(layout_conditions(c, estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4}, v5p), v5p)
-                            .tokens_per_fsdp_member / 2));
+                            .tokens_per_fsdp_member / 2).scale(0));
   // Two pods of DP over DCN with too small a batch per pod: the book's DCN term fails.
   c.batch_tokens = 16.0 * 4096;  // 32,768 tokens per pod < C/W_dcn = 73,440
   const StepEstimate tiny = estimate_train_step(c, {.data = 2, .fsdp = 8, .sequence = 35, .tensor = 32}, v5p);
   const LayoutConditions kt = layout_conditions(c, tiny, v5p);
   CHECK(kt.pods == 2);
   CHECK(kt.dcn_ways == 2);
-  CHECK(kt.tokens_per_pod == doctest::Approx(8.0 * 4096));
+  CHECK(kt.tokens_per_pod == doctest::Approx(8.0 * 4096).scale(0));
   CHECK_FALSE(kt.dcn_hidden);
   CHECK_FALSE(kt.compute_bound_by_book);
   CHECK(kt.dcn_crossing_seconds > 0);
@@ -288,16 +288,16 @@ TEST_CASE("sequence sharding: general behaviour") {
   // Memory and state: the sequence axis divides activations and, with fsdp, the state.
   const StepEstimate flat = estimate_train_step(c, {.fsdp = 64}, v5p);
   const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .sequence = 2}, v5p);
-  CHECK(split.memory.optimizer == doctest::Approx(flat.memory.optimizer));
-  CHECK(split.memory.activations == doctest::Approx(flat.memory.activations));
-  CHECK(split.tokens_per_chip == doctest::Approx(flat.tokens_per_chip));
+  CHECK(split.memory.optimizer == doctest::Approx(flat.memory.optimizer).scale(0));
+  CHECK(split.memory.activations == doctest::Approx(flat.memory.activations).scale(0));
+  CHECK(split.tokens_per_chip == doctest::Approx(flat.tokens_per_chip).scale(0));
   const StepEstimate halved = estimate_train_step(c, {.fsdp = 64, .sequence = 2}, v5p);
-  CHECK(halved.memory.activations == doctest::Approx(flat.memory.activations / 2));
-  CHECK(halved.tokens_per_chip == doctest::Approx(2048));
+  CHECK(halved.memory.activations == doctest::Approx(flat.memory.activations / 2).scale(0));
+  CHECK(halved.tokens_per_chip == doctest::Approx(2048).scale(0));
   // An uneven split pads the last shard and computes the padding.
   const StepEstimate uneven = estimate_train_step(c, {.fsdp = 64, .sequence = 3}, v5p);
-  CHECK(uneven.tokens_per_chip == doctest::Approx(1366));
-  CHECK(uneven.padding_fraction == doctest::Approx(1 - 4096.0 / 4098));
+  CHECK(uneven.tokens_per_chip == doctest::Approx(1366).scale(0));
+  CHECK(uneven.padding_fraction == doctest::Approx(1 - 4096.0 / 4098).scale(0));
   CHECK(layout_problem(c, {.sequence = 8192}).find("exceeds the sequence length T=4096") != std::string::npos);
   // Where the batch covers the chips the planner adds no sequence axis; train_gpt's own
   // autograd (shardlab_activations) never gets one.
@@ -312,14 +312,14 @@ TEST_CASE("training totals: general behaviour and errors") {
   RunSpec run{.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9, .chips = 64, .mfu = 0.5};
   const RunTotals t = run_totals(run, h100);
   CHECK(t.flops_per_token == 6 * 7e9 + 1e9);
-  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12));
-  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)));
+  CHECK(t.train_flops == doctest::Approx(43e9 * 2e12).scale(0));
+  CHECK(t.seconds == doctest::Approx(43e9 * 2e12 / (64 * 9.9e14 * 0.5)).scale(0));
   CHECK(t.seconds == doctest::Approx(2 * run_totals({.params = 7e9, .tokens = 2e12, .extra_flops_per_token = 1e9,
                                                      .chips = 128, .mfu = 0.5},
                                                     h100)
-                                             .seconds));
+                                             .seconds).scale(0));
   run.dtype = DType::kFp8;  // H100's fp8 peak doubles bf16's
-  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2));
+  CHECK(run_totals(run, h100).seconds == doctest::Approx(t.seconds / 2).scale(0));
   run.state = state_preset("mixed-adam");
   CHECK(run_totals(run, h100).state_bytes == 16 * 7e9);
   CHECK(run_totals(run, h100).min_chips == 2);  // 112 GB over 80 GB chips
@@ -333,7 +333,7 @@ TEST_CASE("predicted train step for train_gpt is FLOPs over peak") {
   HardwareProfile local = hardware("tpu-v5e");
   local.flops_fp32 = 1e11;
   const TransformerShape s = model_preset("gpt2-124m");
-  CHECK(predicted_train_step_seconds(s, 8192, local) == doctest::Approx(train_flops_per_token(s) * 8192 / 1e11));
+  CHECK(predicted_train_step_seconds(s, 8192, local) == doctest::Approx(train_flops_per_token(s) * 8192 / 1e11).scale(0));
 }
 
 TEST_CASE("MoE parameter counts match the model train_gpt builds, and the E/k batch condition") {
@@ -354,16 +354,16 @@ TEST_CASE("MoE parameter counts match the model train_gpt builds, and the E/k ba
         }
       }
       CHECK(p.experts == experts);
-      CHECK(p.active == doctest::Approx(p.total - experts * (c.experts - c.top_k) / c.experts));
+      CHECK(p.active == doctest::Approx(p.total - experts * (c.experts - c.top_k) / c.experts).scale(0));
     }
   }
   // Mixtral 8x7B: 46.7B parameters, 12.9B active per token (2 of 8 experts).
   const ParamCounts mixtral = count_params(model_preset("mixtral-8x7b"));
-  CHECK(mixtral.total == doctest::Approx(46.7e9).epsilon(0.01));
-  CHECK(mixtral.active == doctest::Approx(12.9e9).epsilon(0.01));
+  CHECK(mixtral.total == doctest::Approx(46.7e9).epsilon(0.01).scale(0));
+  CHECK(mixtral.active == doctest::Approx(12.9e9).epsilon(0.01).scale(0));
   // Each expert sees k/E of the tokens: a critical batch of 850 per chip becomes 3400 at E=8, k=2.
-  CHECK(moe_critical_batch(850, 8, 2) == doctest::Approx(3400));
-  CHECK(moe_critical_batch(850, 0, 1) == doctest::Approx(850));  // dense: unchanged
+  CHECK(moe_critical_batch(850, 8, 2) == doctest::Approx(3400).scale(0));
+  CHECK(moe_critical_batch(850, 0, 1) == doctest::Approx(850).scale(0));  // dense: unchanged
 }
 
 TEST_CASE("sharded arrays on a named mesh: local shape, bytes per device, replication (the book's chapter 3)") {

@@ -175,8 +175,8 @@ TEST_CASE("model-parallel limits of generation and per-chip ICI, HBM and math ti
   CHECK(std::string(generation_sharding(240, 8192, 28672, 64, {}, v5e()).bound) == "ici");
   // int8 weights halve T_hbm and the limit with them.
   const GenerationSharding int8 = generation_sharding(64, 8192, 28672, 32, {.weights = DType::kInt8}, v5e());
-  CHECK(int8.hbm_seconds == doctest::Approx(g.hbm_seconds / 2));
-  CHECK(int8.max_y == doctest::Approx(g.max_y / 2));
+  CHECK(int8.hbm_seconds == doctest::Approx(g.hbm_seconds / 2).scale(0));
+  CHECK(int8.max_y == doctest::Approx(g.max_y / 2).scale(0));
 }
 
 TEST_CASE("2D weight-stationary sharding against 1D (inference, Question 7)") {
@@ -198,7 +198,7 @@ TEST_CASE("2D weight-stationary sharding against 1D (inference, Question 7)") {
   });
   // At the crossover the two move the same bytes; past it 2D moves fewer.
   CHECK(weight_stationary_2d(b, d, f, 72, 0, DType::kBf16, v5e()).comms_2d_seconds ==
-        doctest::Approx(s.comms_1d_seconds));
+        doctest::Approx(s.comms_1d_seconds).scale(0));
   CHECK(weight_stationary_2d(b, d, f, 256, 0, DType::kBf16, v5e()).comms_2d_seconds < s.comms_1d_seconds);
   // Priced at a given X instead of the optimum: never less.
   CHECK(weight_stationary_2d(b, d, f, n, 8, DType::kBf16, v5e()).comms_2d_seconds > s.comms_2d_seconds);
@@ -226,7 +226,7 @@ TEST_CASE("KV eviction, prefix caching and prefill/decode disaggregation (applie
        prefix_cache(3, 2, 0, 162e3).prefill_fraction, 1.0 / 3, kExact},
   });
   // Interleaved, one server spends 0.91 s prefilling and 19 ms x 512 / 32 decoding per query.
-  CHECK(book.interleaved_qps == doctest::Approx(1 / (0.91 + 19e-3 * 512 / 32)));
+  CHECK(book.interleaved_qps == doctest::Approx(1 / (0.91 + 19e-3 * 512 / 32)).scale(0));
   // 450 GiB of host DRAM (the book's 8 x v5e host) holds 360 LLaMA 3-70B int8 caches of 8k tokens.
   CHECK(prefix_cache(8192, 0, 450.0 * (1 << 30), 163840).prompts_held == 360);
   CHECK_THROWS_WITH_AS(prefix_cache(8192, 8192, 0, 1), doctest::Contains("below the prompt's 8192"),
@@ -254,7 +254,7 @@ TEST_CASE("best throughput under a step-latency limit (applied-inference Q3)") {
   // 19 ms at batch 161; the cost model's step grows with the batch's KV reads, so within
   // 20 ms the 4x4 takes 136 sequences and gains 1.55x (426 vs 274 tokens/s per chip).
   CHECK(best.batch == 136);
-  CHECK(best.step.tokens_per_second_per_chip / small.step.tokens_per_second_per_chip == doctest::Approx(1.55).epsilon(0.01));
+  CHECK(best.step.tokens_per_second_per_chip / small.step.tokens_per_second_per_chip == doctest::Approx(1.55).epsilon(0.01).scale(0));
   CHECK(best.step.step_seconds <= 20 * kMs);
   // The batch is the largest within the limit: one more sequence breaks it.
   const InferenceConfig one_more{.batch = best.batch + 1, .context = 8192, .chips = 16, .weights = DType::kInt8};
@@ -273,16 +273,16 @@ TEST_CASE("best throughput under a step-latency limit (applied-inference Q3)") {
 // LLaMA 3-8B at batch 240; the book prints no figure. One stage alive at a time, bf16.
 TEST_CASE("working activations of a decode step (applied-inference Q2)") {
   const DecodeActivations a = decode_activations(model_preset("llama3-8b"), 240);
-  CHECK(a.attention_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + (32 + 2 * 8) * 128 + 32 * 128)));
-  CHECK(a.mlp_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + 3 * 14336)));
-  CHECK(a.head_bytes == doctest::Approx(240.0 * 2 * (4096 + 128256)));
+  CHECK(a.attention_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + (32 + 2 * 8) * 128 + 32 * 128)).scale(0));
+  CHECK(a.mlp_bytes == doctest::Approx(240.0 * 2 * (2 * 4096 + 3 * 14336)).scale(0));
+  CHECK(a.head_bytes == doctest::Approx(240.0 * 2 * (4096 + 128256)).scale(0));
   CHECK(a.peak_bytes == a.head_bytes);  // the logits: 63.5 MB, nothing beside 129 GB of KV
   // Unfused, a layer's scores [B, N, T] = 240 x 32 x 8192 bf16 double the peak: 126 MB.
-  CHECK(a.scores_bytes == doctest::Approx(240.0 * 32 * 8192 * 2));
-  CHECK(a.unfused_peak_bytes == doctest::Approx(a.attention_bytes + a.scores_bytes));
+  CHECK(a.scores_bytes == doctest::Approx(240.0 * 32 * 8192 * 2).scale(0));
+  CHECK(a.unfused_peak_bytes == doctest::Approx(a.attention_bytes + a.scores_bytes).scale(0));
   // An MoE token runs k experts: Mixtral's top-2 doubles the F part.
   const TransformerShape mixtral = model_preset("mixtral-8x7b");
-  CHECK(decode_activations(mixtral, 1).mlp_bytes == doctest::Approx(2.0 * (2 * 4096 + 2 * 3 * 14336)));
+  CHECK(decode_activations(mixtral, 1).mlp_bytes == doctest::Approx(2.0 * (2 * 4096 + 2 * 3 * 14336)).scale(0));
   CHECK_THROWS_WITH_AS(decode_activations(mixtral, 0), doctest::Contains("at least 1 sequence"), shardlab::UserError);
 }
 
@@ -363,7 +363,7 @@ TEST_CASE("KV caches sharded over the batch or the sequence: memory and collecti
   CHECK(batch.first.bandwidth_seconds == relative(seq.first.bandwidth_seconds / 3));
   // A batch smaller than Z leaves some shards a whole sequence: ceil(B / Z).
   CHECK(kv_sharding_decode(s, 2, 8192, {KvShard::kBatch, 4}, 16, DType::kInt8, v5e()).kv_bytes_per_chip ==
-        doctest::Approx(cache / 64 / 4));
+        doctest::Approx(cache / 64 / 4).scale(0));
   CHECK_THROWS_WITH_AS(parse_kv_layout("rows=4"), doctest::Contains("heads, batch=Z or sequence=Z"),
                        shardlab::UserError);
   CHECK_THROWS_WITH_AS(kv_sharding_decode(s, 64, 8192, {KvShard::kBatch, 3}, 16, DType::kInt8, v5e()),
@@ -378,9 +378,9 @@ TEST_CASE("serving calculators: general behaviour and errors") {
   // A run is its steps: G steps of one step's time, B queries per run.
   const ServedModel m = llama70(DType::kInt8);
   const DecodeRun one = decode_run(m, {.batch = 16, .context = 4096, .chips = 8, .weights = DType::kInt8}, 256, v5e());
-  CHECK(one.seconds == doctest::Approx(256 * one.step.step_seconds));
+  CHECK(one.seconds == doctest::Approx(256 * one.step.step_seconds).scale(0));
   CHECK(one.tokens == 16 * 256);
-  CHECK(one.queries_per_second == doctest::Approx(16 / one.seconds));
+  CHECK(one.queries_per_second == doctest::Approx(16 / one.seconds).scale(0));
   CHECK_THROWS_WITH_AS(slice_memory(m, DType::kInt8, 0, 8192, v5e()), doctest::Contains("chips 0 must be positive"),
                        shardlab::UserError);
   CHECK_THROWS_WITH_AS(slice_memory({70e9, 70e9, 0, 0}, DType::kInt8, 8, 8192, v5e()),
