@@ -90,6 +90,51 @@ TEST_CASE("collectives in a node, across nodes, with an inner axis and with SHAR
         "spine");
 }
 
+// Quiz 4 (collectives on the fat tree): the bytes through each switch level, SHARP in one
+// node and past it, SHARP at the spine, and the 2-node AllGather the node level binds.
+TEST_CASE("Quiz 4: collectives through the switches (gpus.md)") {
+  const FatTree h100 = fat_tree(hardware("h100"));
+  const double b = 1e9, m = 32, n = 8;
+  const double pop3 = 2.0 * 8192 * 32768;  // bf16[D, F] with Pop Quiz 3's D and F
+  const GpuCollective su = fat_tree_collective(h100, CollectiveOp::kAllGather, b, 256);
+  const LevelTime &node = su.levels[0], &leaf = su.levels[1];
+  const GpuCollective sharp = fat_tree_collective(h100, CollectiveOp::kAllReduce, b, 8, {.sharp = true});
+  const GpuCollective q3 = fat_tree_collective(h100, CollectiveOp::kAllReduce, pop3, 8, {.inner = 4, .sharp = true});
+  const GpuCollective q3_nodes =
+      fat_tree_collective(h100, CollectiveOp::kAllReduce, pop3, 16, {.inner = 4, .sharp = true});
+  // Appendix B: the spine's 16 switches x 1.6 TB/s = 25.6 TB/s for 4 SUs, half the 12.8 TB/s
+  // per SU of its links: oversubscription 2.
+  const GpuCollective q4 = fat_tree_collective(fat_tree(hardware("h100"), 4, 2), CollectiveOp::kAllReduce, pop3, 1024,
+                                               {.inner = 256, .sharp = true});
+  const GpuCollective two = fat_tree_collective(h100, CollectiveOp::kAllGather, b, 16);
+  check({
+      {"gpus.md, Quiz 4 Q1", "SU AllGather: the node switch takes in B", node.switch_in, b, kExact},
+      {"gpus.md, Quiz 4 Q1", "... and sends out B N", node.switch_out, b * n, kExact},
+      {"gpus.md, Quiz 4 Q1", "... B N / (N x 450e9) = B / 450e9", node.switch_out / (n * node.link_bandwidth),
+       b / 450e9, kExact},
+      {"gpus.md, Quiz 4 Q1", "the top (leaf) switch takes in B", leaf.switch_in, b, kExact},
+      {"gpus.md, Quiz 4 Q1", "... and sends out B (M - 1)", leaf.switch_out, b * (m - 1), kExact},
+      {"gpus.md, Quiz 4 Q1", "... B (M - 1) / (M x 400e9), the AllGather's time", su.seconds,
+       b * (m - 1) / (m * 400e9), kExact},
+      {"gpus.md, Quiz 4 Q2", "SHARP AllReduce in a node: B N into the switch", sharp.levels[0].switch_in, b * n, kExact},
+      {"gpus.md, Quiz 4 Q2", "... and B N out", sharp.levels[0].switch_out, b * n, kExact},
+      {"gpus.md, Quiz 4 Q2", "... B / W_egress", sharp.seconds, b / 450e9, kExact},
+      {"gpus.md, Quiz 4 Q3", "SHARP AllReduce of bf16[D, F_Y] in a node, Y = 4: 2 D F / (Y W_link)", q3.seconds,
+       pop3 / (4 * 450e9), kExact},
+      {"gpus.md, Quiz 4 Q3", "... N B / Y through the switch", q3.levels[0].switch_out, n * pop3 / 4, kExact},
+      {"gpus.md, Quiz 4 Q3", "past one node each node egresses all B: B / 400e9", q3_nodes.seconds, pop3 / 400e9,
+       kExact},
+      {"gpus.md, Quiz 4 Q4", "Y = 256, SHARP at the spine: 2 D F / 6.4e12", q4.seconds, pop3 / 6.4e12, kExact},
+      {"gpus.md, Quiz 4 Q5", "AllGather over 2 nodes, node level: B 7 / (8 x 450e9) = B / 514e9",
+       two.levels[0].seconds, b / 514e9, kExact},
+      {"gpus.md, Quiz 4 Q5", "... the leaf: B / (2 x 400e9) = B / 800e9", two.levels[1].seconds, b / 800e9, kExact},
+      {"gpus.md, Quiz 4 Q5", "... so the node level binds: B / 514e9", two.seconds, b / 514e9, kExact},
+  });
+  CHECK(q3_nodes.bound_level == "leaf");
+  CHECK(q4.bound_level == "spine");
+  CHECK(two.bound_level == "node");
+}
+
 // The same worked examples as `shardlab-plan collective` (collective_cost) and the planner
 // (axis_collective) price them once a group spans nodes: the fat tree, not the per-NIC
 // hierarchical sum; inside a node nothing changes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "framework/error.h"
 
@@ -55,7 +56,13 @@ GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double b
     const double spread = static_cast<double>(std::max(o.inner, level.child_gpus)) * level.per_gpu();
     const double factor = op == CollectiveOp::kAllReduce && o.sharp ? 1.0 : (degree - 1.0) / degree;
     const double seconds = (op == CollectiveOp::kAllReduce && !o.sharp ? 2 : 1) * bytes * factor / spread;
-    c.levels.push_back({level.name, degree, seconds});
+    const double v = bytes * std::min(1.0, static_cast<double>(level.child_gpus) / o.inner);
+    const bool top = degree * level.child_gpus >= gpus;
+    const double gathered = degree * v - (top ? v : 0);  // an all_gather's bytes out; v in
+    double in = v, out = gathered;
+    if (op == CollectiveOp::kReduceScatter) std::swap(in, out);
+    if (op == CollectiveOp::kAllReduce) in = out = o.sharp ? degree * v : v + gathered;
+    c.levels.push_back({level.name, degree, seconds, in, out, level.link_bandwidth});
     per_gpu = level.per_gpu();
     if (seconds >= worst) worst = seconds, c.bound_level = level.name;
   }

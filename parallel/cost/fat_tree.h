@@ -17,6 +17,14 @@
 // (switches reduce) V / min_i(...) without the (D-1)/D factor -- the book's theory: 75%
 // faster; it measures ~30%. An all_to_all over M > 1 nodes: V (M - 1) / (M^2 W_node).
 //
+// Bytes through one switch of each level (the book's Quiz 4 accounting): a switch relays
+// every byte entering or leaving the GPUs under it and multicasts to its children, so in
+// an all_gather each switch takes in V_i (its children's shards, then the rest from above)
+// and sends out D V_i (D - 1 at the group's top level, nothing above it), V_i = V min(1,
+// S_i / Y); a reduce_scatter the reverse, an all_reduce both; with SHARP D V_i each way.
+// The node level's D V_i counts the bytes from the leaf too (the book's B / 450e9 over an
+// SU, Q1); the collective's time prices the node's own (D - 1) / D (its B / 514e9, Q5).
+//
 //   FatTree t = fat_tree(hardware("h100"));
 //   GpuCollective c = fat_tree_collective(t, CollectiveOp::kAllGather, 537e6, 256, {.inner = 16});
 #pragma once
@@ -60,6 +68,9 @@ struct LevelTime {
   std::string level;
   int degree = 0;      // the group's degree at this level
   double seconds = 0;
+  double switch_in = 0;   // bytes into one switch of this level (see above)
+  double switch_out = 0;  // bytes out of it
+  double link_bandwidth = 0;  // W_i: from one child, so the switch's egress is degree x W_i
 };
 
 struct GpuCollective {
