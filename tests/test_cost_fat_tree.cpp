@@ -194,6 +194,7 @@ TEST_CASE("fat tree: general behaviour and errors") {
   const FatTree h100 = fat_tree(hardware("h100"));
   CHECK(seconds(h100, CollectiveOp::kAllGather, 1e9, 1) == 0);
   CHECK(fat_tree_collective(h100, CollectiveOp::kAllGather, 1e9, 4).levels.size() == 1);  // part of a node
+  CHECK(fat_tree_collective(h100, CollectiveOp::kAllReduce, 1e9, 8).levels[0].switch_out == 0);  // no SHARP: none
   CHECK(fat_tree(hardware("h100"), 8).levels.back().gpus() == 2048);  // the book's 2048: 8 SUs
   CHECK(fat_tree(hardware("h100"), 1).levels.size() == 2);            // one SU: no spine
   CHECK_THROWS_WITH_AS(fat_tree(hardware("tpu-v5e")), doctest::Contains("is a torus"), shardlab::UserError);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <utility>
 
 #include "framework/error.h"
 
@@ -58,11 +57,10 @@ GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double b
     const double seconds = (op == CollectiveOp::kAllReduce && !o.sharp ? 2 : 1) * bytes * factor / spread;
     const double v = bytes * std::min(1.0, static_cast<double>(level.child_gpus) / o.inner);
     const bool top = degree * level.child_gpus >= gpus;
-    const double gathered = degree * v - (top ? v : 0);  // an all_gather's bytes out; v in
-    double in = v, out = gathered;
-    if (op == CollectiveOp::kReduceScatter) std::swap(in, out);
-    if (op == CollectiveOp::kAllReduce) in = out = o.sharp ? degree * v : v + gathered;
-    c.levels.push_back({level.name, degree, seconds, in, out, level.link_bandwidth});
+    LevelTime t{level.name, degree, seconds, 0, 0, level.link_bandwidth};
+    if (op == CollectiveOp::kAllGather) t.switch_in = v, t.switch_out = degree * v - (top ? v : 0);
+    if (op == CollectiveOp::kAllReduce && o.sharp) t.switch_in = t.switch_out = degree * v;
+    c.levels.push_back(t);
     per_gpu = level.per_gpu();
     if (seconds >= worst) worst = seconds, c.bound_level = level.name;
   }

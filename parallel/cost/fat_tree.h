@@ -21,7 +21,8 @@
 // every byte entering or leaving the GPUs under it and multicasts to its children, so in
 // an all_gather each switch takes in V_i (its children's shards, then the rest from above)
 // and sends out D V_i (D - 1 at the group's top level, nothing above it), V_i = V min(1,
-// S_i / Y); a reduce_scatter the reverse, an all_reduce both; with SHARP D V_i each way.
+// S_i / Y); a SHARP all_reduce D V_i each way (zero for the other collectives: the book
+// counts none, and without multicast or in-network reduction a switch forwards each byte).
 // The node level's D V_i counts the bytes from the leaf too (the book's B / 450e9 over an
 // SU, Q1); the collective's time prices the node's own (D - 1) / D (its B / 514e9, Q5).
 //
@@ -68,7 +69,7 @@ struct LevelTime {
   std::string level;
   int degree = 0;      // the group's degree at this level
   double seconds = 0;
-  double switch_in = 0;   // bytes into one switch of this level (see above)
+  double switch_in = 0;   // bytes into one switch of this level (see above; all_gather and SHARP)
   double switch_out = 0;  // bytes out of it
   double link_bandwidth = 0;  // W_i: from one child, so the switch's egress is degree x W_i
 };
