@@ -83,11 +83,10 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   }
   if (!pipeline) return busy / (1.0 - e.bubble_fraction);
   // The schedule in units of one microbatch's forward through a rank's stages: a rank is
-  // busy 3m of them (forward 1, backward 2).
-  // Where ranks share cores, the probe timed every rank at once, each at 1/sharing of a
-  // core; in the schedule a rank idles through its bubble and its core runs another. So
+  // busy 3m of them (forward 1, backward 2). Where ranks share cores, the probe timed each
+  // at 1/sharing of a core, but in the schedule a rank's bubble lends its core to another:
   // the actions run up to `sharing` times faster than probed, and the cores cannot finish
-  // before the busy time they are given: the larger of the two.
+  // before the busy time they are given -- the larger of the two.
   const parallel::PipelineSchedule& schedule = pipeline->schedule();
   const double sharing = probe ? probe->core_sharing : 1.0;
   const double unit = busy / (3.0 * schedule.microbatches) / sharing;

@@ -1,7 +1,5 @@
 #include "examples/support/compute_probe.h"
 
-#include "examples/support/metrics.h"
-
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "examples/support/metrics.h"
 #include "framework/nn/module.h"
 #include "framework/nn/transformer.h"
 #include "framework/rng.h"

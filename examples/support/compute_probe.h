@@ -41,7 +41,8 @@ struct ComputeProbe {
   std::string describe() const;  // "block 12.3 ms + head 2.1 ms per microbatch"
 };
 
-// Collective over the mesh: every rank times its stand-in, the ranks average.
+// Collective over the mesh: every rank times its stand-in; the ranks average it and
+// measure their skew and how many threads share each core of a node.
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh);
 
 }  // namespace shardlab::cli

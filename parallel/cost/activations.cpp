@@ -124,9 +124,9 @@ double shardlab_peak_bytes(double state, double grads, bool grads_held, const Ac
     // Block i of L recomputed: the kept tensors of blocks 0..i, the gradients of blocks
     // i+1..L-1 (all of them if earlier microbatches made them). Linear in i: its ends.
     const double done = (a.layers - 1) / a.layers;
-    const double last_first = a.kept + a.recompute + (grads_held ? grads : 0.0);
-    const double first_last = a.kept - done * a.kept_backward + a.recompute + (grads_held ? grads : done * grads);
-    recomputing = std::max(last_first, first_last);
+    const double last_first = a.kept + (grads_held ? grads : 0.0);
+    const double first_last = a.kept - done * a.kept_backward + (grads_held ? grads : done * grads);
+    recomputing = a.recompute + std::max(last_first, first_last);
   }
   return state + std::max({a.kept + a.head + (grads_held ? grads : 0.0), recomputing, grads});
 }
