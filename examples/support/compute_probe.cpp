@@ -22,6 +22,7 @@ namespace shardlab::cli {
 namespace {
 
 constexpr int kRepeats = 7;          // the median of seven, after one warm-up pass
+constexpr int64_t kMaxPeriods = 4;   // the long stand-in's periods at most
 constexpr int64_t kProbeTokens = 512;  // tokens timed (whole sequences); a microbatch's time scales with its rows
 
 // The run's model cut to `blocks` blocks and to this rank's tensor shard, with one
@@ -72,23 +73,30 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   probe.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
   const int64_t seq = std::max<int64_t>(1, run.sequence_length());
   const int64_t timed = std::min(rows, std::max<int64_t>(1, (kProbeTokens + seq - 1) / seq));
-  StandIn one_period(run, probe.period_blocks, tensor, timed), two_periods(run, 2 * probe.period_blocks, tensor, timed);
-  std::vector<double> ones, twos;
+  // The long stand-in has as many periods as this rank's stage (up to kMaxPeriods): its
+  // time is then the stage's own, and extrapolating to deeper stages divides the noise of
+  // the difference by K - 1.
+  const int pipe = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1;
+  const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / pipe / probe.period_blocks);
+  const int64_t K = std::clamp<int64_t>(stage_periods, 2, kMaxPeriods);
+  StandIn one_period(run, probe.period_blocks, tensor, timed), k_periods(run, K * probe.period_blocks, tensor, timed);
+  std::vector<double> ones, longs;
   for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
-    const double a = one_period.step_seconds(), b = two_periods.step_seconds();
+    const double a = one_period.step_seconds(), b = k_periods.step_seconds();
     if (pass == 0) continue;  // warm-up: oneDNN primitives, first touch of the buffers
     ones.push_back(a);
-    twos.push_back(b);
+    longs.push_back(b);
   }
   // The median, not the fastest: a step is measured by its median too, and on a shared
   // machine the fastest pass is a moment the steps will rarely see.
-  const double one = median(ones), two = median(twos);
+  const double one = median(ones), many = median(longs);
+  const double period = std::max((many - one) / static_cast<double>(K - 1), 0.5 * one);
   double mine = 0;  // this rank's whole probe
-  for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + twos[i];
+  for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + longs[i];
   // Scaled to the microbatch's rows; the mean over the ranks, all probing at once.
   const double scale = static_cast<double>(rows) / static_cast<double>(timed);
-  std::vector<float> measured = {static_cast<float>(scale * std::max(two - one, 0.5 * one)),
-                                 static_cast<float>(scale * std::max(0.0, 2 * one - two)), static_cast<float>(mine)};
+  std::vector<float> measured = {static_cast<float>(scale * period), static_cast<float>(scale * std::max(0.0, one - period)),
+                                 static_cast<float>(mine)};
   parallel::all_reduce(mesh.all(), measured);
   probe.period_seconds = measured[0] / mesh.size();
   probe.head_seconds = measured[1] / mesh.size();

@@ -3,12 +3,15 @@
 // A FLOP count at a GEMM rate misses what a CPU step spends outside matmuls (norms,
 // softmax, the MLP activation, MoE routing and its dispatch copies) and what ranks
 // sharing cores lose to each other. So before the first step every rank times a stand-in
-// of its own shard: the same model cut to one and to two "periods" of blocks (a period is
-// moe_every blocks, one of them MoE; one block for a dense model), its matrices cut as the
+// of its own shard: the same model cut to one "period" of blocks (a period is moe_every
+// blocks, one of them MoE; one block for a dense model) and to K periods -- as many as the
+// rank's pipeline stage holds, between 2 and 4 -- its matrices cut as the
 // tensor axis cuts them (parallel::shard_tensor_shapes, no collectives), on about 512
 // tokens of whole sequences of this rank's microbatch (scaled to all its rows), forward and backward,
 // under the run's remat policy: the median of seven passes each, the two alternating. The
-// difference of the two is one period; the rest is the embedding, the head and the loss.
+// difference of the two is K - 1 periods; the rest is the embedding, the head and the
+// loss. A stage of K periods is then timed whole, and a deeper one is extrapolated from a
+// difference K - 1 periods wide, not one (its noise divided by K - 1).
 // All ranks probe at once, as they will train (sharing cores if they do), and the mean is
 // kept -- and how much longer the slowest rank's probe took than the mean: a step whose
 // ranks synchronise (every parallel step does, at least once) runs at the slowest rank's
