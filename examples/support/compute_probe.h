@@ -15,7 +15,7 @@
 // All ranks probe at once, as they will train (sharing cores if they do), and the mean is
 // kept -- and how much longer the slowest rank's probe took than the mean: a step whose
 // ranks synchronise (every parallel step does, at least once) runs at the slowest rank's
-// pace, and on a shared machine some core is slower than the others. About two seconds
+// pace, and on a shared machine some core is slower than the others. Two to three seconds
 // for gpt-bench on one core.
 //
 // What the probe leaves to the prediction: the number of blocks and microbatches, the
