@@ -116,7 +116,13 @@ void check_case(const Mesh& mesh, const Case& k) {
   const int64_t per_layer = (c.remat == nn::Remat::None ? 4 : 6) * expert_all_to_all_bytes(c, rows, kSeq);
   const int64_t stages = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1;  // each holds its share of the layers
   const bool expert_axis = mesh.has_axis("expert") && mesh.axis_size("expert") > 1;
-  CHECK(got.expert_bytes == (expert_axis ? kSteps * k.accum * c.moe_layers() / stages * per_layer : 0));
+  const int64_t planned = expert_axis ? kSteps * k.accum * c.moe_layers() / stages * per_layer : 0;
+  if (k.capacity > 0 || !expert_axis) {
+    CHECK(got.expert_bytes == planned);
+  } else {  // dropless: the buffers hold what the fullest expert needs, under the plan's bound of T slots
+    CHECK(got.expert_bytes > 0);
+    CHECK(got.expert_bytes < planned);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   const Params saved = read_checkpoint(path, ref.params);
   double worst = 0;

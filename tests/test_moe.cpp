@@ -204,3 +204,51 @@ TEST_CASE("MoE statistics: drops, load and the capacity that causes them") {
   dropless.loss(ids, targets, B, T);
   CHECK(dropless.moe_state->stats.dropped == 0);
 }
+
+TEST_CASE("dropless buffers hold what the fullest expert needs, and compute what padding to T does") {
+  nn::ModelConfig c = nn::ModelConfig::preset("llama-moe-tiny");  // E=4, k=2
+  const int64_t B = 2, T = 16;
+  std::vector<int32_t> ids(B * T), targets(B * T);
+  for (int64_t i = 0; i < B * T; ++i) ids[i] = static_cast<int32_t>((7 * i) % c.vocab), targets[i] = ids[(i + 1) % (B * T)];
+  // Loss and every gradient of a model whose MoE layers agree on `agree` (0: no hook).
+  const auto run = [&](float capacity_factor, int64_t agree, std::vector<int64_t>* needs) {
+    nn::ModelConfig k = c;
+    k.capacity_factor = capacity_factor;
+    nn::Transformer m(k);
+    nn::initialize(m, 3);
+    for (auto& b : m.blocks) {
+      if (!b->moe || (agree == 0 && !needs)) continue;
+      b->moe->agree_capacity = [agree, needs](int64_t needed) {
+        if (needs) needs->push_back(needed);
+        return agree > 0 ? agree : needed;
+      };
+    }
+    std::vector<std::vector<float>> out{{m.loss(ids, targets, B, T).item()}};
+    m.loss(ids, targets, B, T).backward();
+    for (auto& [name, t] : m.named_parameters()) out.emplace_back(t.grad().span().begin(), t.grad().span().end());
+    CHECK(m.moe_state->stats.dropped == 0);
+    return out;
+  };
+  const auto padded = run(static_cast<float>(c.experts) / c.top_k, 0, nullptr);  // C = ceil(E/k T k / E) = T
+  std::vector<int64_t> needs;
+  const auto narrowed = run(0.0f, 0, &needs);
+  const auto agreed = run(0.0f, T, nullptr);  // a rank of the group needing every slot
+  REQUIRE(!needs.empty());
+  for (int64_t need : needs) {
+    CHECK(need >= T * c.top_k / c.experts);  // some expert takes at least its share
+    CHECK(need < T);                          // and none takes every token
+  }
+  for (const auto* other : {&narrowed, &agreed}) {
+    REQUIRE(other->size() == padded.size());
+    for (size_t i = 0; i < padded.size(); ++i) {  // each tensor within 1e-5 of its largest entry
+      float largest = 0.0f, worst = 0.0f;
+      for (size_t j = 0; j < padded[i].size(); ++j) {
+        largest = std::max(largest, std::abs(padded[i][j]));
+        worst = std::max(worst, std::abs((*other)[i][j] - padded[i][j]));
+      }
+      CAPTURE(i);
+      CHECK(largest > 0.0f);
+      CHECK(worst <= 1e-5f * largest);
+    }
+  }
+}

@@ -43,7 +43,7 @@ double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, co
 }
 
 // Experts compute every slot of their capacity, filled or not: ceil(C T k / E) rows per
-// sequence each (dropless: all T), where the FLOP count charges k per token. The FLOPs of
+// sequence each (dropless: at most T, its bound here), where the FLOP count charges k per token. The FLOPs of
 // the empty slots, over the whole batch, shared by every rank.
 double expert_padding_seconds(const RunConfig& run, const cost::TrainConfig& tc, int ranks, double flops) {
   const nn::ModelConfig& m = run.model;

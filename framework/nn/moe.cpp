@@ -45,6 +45,7 @@ Routing route(const float* probs, int64_t S, int64_t T, int64_t E, int64_t k, in
           continue;
         }
         r.slots[i] = static_cast<int32_t>((e * S + s) * capacity + filled[e]++);
+        r.fullest = std::max(r.fullest, filled[e]);
         ++r.load[e];
       }
     }
@@ -83,11 +84,15 @@ Tensor Moe::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
     SL_ASSERT(in.ndim() == 3, "an MoE layer takes [sequences, T, D], got " + shape_str(in.shape()));
     const int64_t S = in.dim(0), T = in.dim(1), D = in.dim(2), E = config_.experts, k = config_.top_k;
-    const int64_t capacity = expert_capacity(config_, T);
     Tensor flat = ops::reshape(in, {S * T, D});
     Tensor logits = router(flat);
     Tensor probs = ops::softmax(logits);
-    const Routing r = route(probs.data(), S, T, E, k, capacity);
+    Routing r = route(probs.data(), S, T, E, k, expert_capacity(config_, T));
+    if (config_.capacity_factor == 0.0f) {  // dropless: the slots the fullest expert needs, not T
+      const int64_t needed = agree_capacity ? agree_capacity(r.fullest) : r.fullest;
+      if (needed < r.capacity) r = route(probs.data(), S, T, E, k, std::max<int64_t>(needed, 1));
+    }
+    const int64_t capacity = r.capacity;
 
     Tensor gates = ops::topk_gates(probs, r.choices, k, /*renormalize=*/k > 1);
     const Tensor tokens = dispatch_input ? dispatch_input(flat) : flat;

@@ -8,7 +8,9 @@
 //   y[t] = sum_j gates[j] * expert_{choices[j]}(x[t])  over the choices kept
 //
 // Capacity. Each expert takes at most C = ceil(capacity_factor * T * k / E) tokens of a
-// sequence (capacity_factor 0: dropless, C = T). Slots are given in priority order --
+// sequence. Dropless (capacity_factor 0) drops nothing: C is what the fullest expert
+// needs in any sequence of this forward (at most T), agreed over the ranks that exchange
+// buffers (the `agree_capacity` hook), so no slot row is padding beyond that. Slots are given in priority order --
 // every token's first choice in token order, then every second choice, ... (GShard) --
 // and a choice that finds its expert full is dropped; a token whose choices all drop
 // passes through the block's residual unchanged. Capacity counts per sequence, never
@@ -62,6 +64,7 @@ struct MoeState {
 // Routing of S sequences of T tokens (probs [S*T, E], row-major).
 struct Routing {
   int64_t capacity = 0;          // slots per expert per sequence
+  int64_t fullest = 0;           // most slots one expert filled in one sequence
   std::vector<int32_t> choices;  // [S*T*k] expert of token t's j-th choice
   std::vector<int32_t> slots;    // [S*T*k] row in the buffer [E, S, capacity], or -1: dropped
   std::vector<float> fractions;  // [S*E] share of sequence s's choices routed to expert i (before drops)
@@ -69,7 +72,8 @@ struct Routing {
   int64_t dropped = 0;
 };
 
-// Slots per expert per sequence of T tokens (see the header comment).
+// Slots per expert per sequence of T tokens (see the header comment); for dropless, the
+// most it can be (T), which a forward narrows to what its routing needs.
 int64_t expert_capacity(const ModelConfig& config, int64_t T);
 Routing route(const float* probs, int64_t S, int64_t T, int64_t E, int64_t k, int64_t capacity);
 
@@ -95,6 +99,10 @@ class Moe : public Module {
   // the experts' partial products x · W_out^T before the output bias. Unset: nothing.
   Hook dispatch_input;
   Hook reduce_partial;
+  // Set by expert parallelism for a dropless layer: the slots per expert and sequence
+  // every rank of the exchange uses, from this rank's need (the largest need of the
+  // group), as the buffers they trade must have one shape. Unset: this rank's own need.
+  std::function<int64_t(int64_t needed)> agree_capacity;
 
  private:
   const ModelConfig config_;

@@ -22,7 +22,7 @@ namespace {
 // Capacity slots an MoE layer's experts compute per token: E ceil(C T k / E) / T.
 double expert_slots_per_token(const TransformerShape& s, const ActivationQuery& q) {
   const double t = static_cast<double>(std::max<int64_t>(1, q.sequence)), e = static_cast<double>(s.experts);
-  if (q.capacity_factor <= 0) return e;  // dropless: every expert is padded to the whole sequence
+  if (q.capacity_factor <= 0) return e;  // dropless: the bound (the fullest expert can need the whole sequence)
   return e * std::ceil(q.capacity_factor * t * static_cast<double>(s.top_k) / e) / t;
 }
 

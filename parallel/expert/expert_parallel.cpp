@@ -55,6 +55,13 @@ std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, co
     block->moe->exchange = [&expert](const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
       return exchange_over(expert, buffer, run);
     };
+    if (model.config.capacity_factor == 0.0f) {  // dropless: one buffer shape for the group
+      block->moe->agree_capacity = [&expert](int64_t needed) {
+        float slots = static_cast<float>(needed);  // exact: at most a sequence's length
+        all_reduce(expert, {&slots, 1}, ReduceOp::kMax);
+        return static_cast<int64_t>(slots);
+      };
+    }
   }
   return result;
 }
@@ -68,7 +75,9 @@ void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
   if (!mesh.has_axis("expert") || mesh.axis_size("expert") == 1 || c.experts == 0) return;
   const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len);
   const auto add = [&](const std::string& what) { add_planned(plan, mesh, {"expert", CollectiveOp::kAllToAll, bytes, what}); };
+  const bool dropless = c.capacity_factor == 0.0f;
   const auto forward = [&](const std::string& b) {
+    if (dropless) add_planned(plan, mesh, {"expert", CollectiveOp::kAllReduce, kBytesPerFloat, "dropless capacity" + b});
     add("dispatch" + b);
     add("combine" + b);
   };

@@ -16,8 +16,11 @@
 // so each all_to_all moves E*S*C*D floats per rank, (ep-1)/ep of them to other ranks.
 // The buffers are capacity-padded: their size depends on S, C and D only, never on the
 // routing, so every rank sends and expects the same sizes however unbalanced the router
-// is -- no count exchange, no hang. Dropless mode (capacity factor 0) pads each expert to
-// T slots per sequence, E/k times the rows the tokens need: exact, at that cost.
+// is -- no count exchange, no hang. Dropless mode (capacity factor 0) sets C per layer
+// forward to what the fullest expert needs in any sequence of any rank of the group: one
+// all_reduce (max) of a single number on the expert axis before the dispatch agrees it,
+// so the buffers still have one shape, and they carry about k/E of T slots per expert
+// (plus the router's imbalance), not T.
 //
 //   auto shards = apply_expert_parallel(model, mesh.axis("expert"), seed);  // after tensor, before DP
 #pragma once
@@ -57,13 +60,15 @@ class ExpertParallel : public AxisShards {
 std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed);
 
 // Bytes one rank sends through one all_to_all of one MoE layer: the dispatch buffer of
-// `rows` sequences of `seq_len` tokens, E*S*C*D floats (the part that stays local included).
+// `rows` sequences of `seq_len` tokens, E*S*C*D floats (the part that stays local
+// included). Dropless: the most it can be (C = T); a step moves what its routing needs.
 int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int64_t seq_len);
 
 // Appends the all_to_alls those hooks issue on the expert axis in one training step of
 // `microbatches` microbatches of `rows` sequences through the MoE blocks `layers` (those
 // this rank's pipeline stages hold), in issue order (step_plan.h): per microbatch, each
-// layer's dispatch and combine forward, then in reverse layer order the forward again
+// layer's dispatch and combine forward (dropless: after the capacity's all_reduce, with
+// the all_to_alls at their largest), then in reverse layer order the forward again
 // where remat recomputes it, and the backward pair. (A pipeline schedule interleaves the
 // microbatches' passes; every rank of an expert group runs the same schedule.)
 void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
