@@ -166,8 +166,13 @@ int cmd_train(const cxxopts::ParseResult& a) {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
   }
   const HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
+  if (a.count("params") && (!a["model"].as<std::string>().empty() || a.count("layers")))
+    throw UserError("give --params " + a["params"].as<std::string>() +
+                    " with --d-model (the layer count follows), or the shape (--model or --layers ...) without it");
   TrainConfig c;
   c.model = model_from(a);
+  // A shape derived from --params: say which (the ranking's first line is the shape).
+  const std::string derived = a.count("params") ? c.model.describe() + " (L from --params)\n" : "";
   c.batch_tokens = parse_size(*batch_text(a, "tokens"), "batch");
   c.remat = nn::parse_remat(a["remat"].as<std::string>());
   const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
@@ -179,7 +184,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);
-    std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+    std::string text = derived + l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
                        human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
                        (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
                        human(e.tokens_per_chip, "") + " tokens/chip" +
@@ -225,7 +230,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     pods_text = pods_line(hw, pods, c.batch_tokens, c.precision.compute) + "\n";
   }
   Json ranked = Json::array(), skipped = Json::object();
-  std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
+  std::string text = (derived.empty() ? c.model.describe() + "\n" : derived) + human(c.batch_tokens, "tokens") + " per step on " +
                      std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
                      " tokens per chip; DP/FSDP compute-bound above " +
                      human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
