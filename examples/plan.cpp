@@ -383,15 +383,16 @@ int main(int argc, char** argv) {
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
                      "tensor; sequence shards each sequence's tokens, for fewer sequences than chips), with the book's "
-                     "conditions for it (training.md on TPU tori, gpus.md on GPU networks)",
+                     "conditions for it (training.md on TPU tori, gpus.md on GPU networks); exits 0 with its price even when it "
+                     "DOES NOT FIT (ranking without --layout exits 2 when no layout fits)",
            cxxopts::value<std::string>())
           ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
           ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
            cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
-          ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")
-          ("run", "train: run that command (it prints it first)")
+          ("command", "train: print the best layout that fits (or --layout's) as a launch/run.sh ... train_gpt command")
+          ("run", "train: run that command (it prints it first; refuses a layout that does not fit)")
           ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));

@@ -157,6 +157,30 @@ std::optional<std::pair<Json, std::string>> run_of(const cxxopts::ParseResult& a
                        human(e.step_seconds, "s") + " = " + human(seconds / kSecondsPerDay, "") + " days\n"};
 }
 
+// " DOES NOT FIT in 80 GB of HBM (params ..., activations ...)": why a priced layout does
+// not fit, after its memory per chip.
+std::string does_not_fit(const StepEstimate& e, const HardwareProfile& hw) {
+  const TrainingMemory& m = e.memory;
+  return " DOES NOT FIT in " + human(hw.hbm_bytes, "B") + " of HBM (params " +
+         human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " + human(m.optimizer, "B") +
+         ", activations " + human(m.activations, "B") + ")";
+}
+
+// --command prints the layout's train_gpt command after the answer; --run prints it, then
+// runs it and returns its exit status.
+int command_or_run(const cxxopts::ParseResult& a, Json json, std::string text, const std::string& command) {
+  text += (a.count("layout") ? "as a command:\n  " : "best that fits, as a command:\n  ") + command + "\n";
+  json["command"] = command;
+  if (!a.count("run")) {
+    emit(a, json, text);
+    return 0;
+  }
+  emit(a, Json{{"command", command}}, text);
+  std::cout.flush();
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 }  // namespace
 
 int cmd_train(const cxxopts::ParseResult& a) {
@@ -189,7 +213,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
                        (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
                        human(e.tokens_per_chip, "") + " tokens/chip" +
                        (e.padding_fraction > 0 ? " (" + scientific(100 * e.padding_fraction, "% padding)") : "") +
-                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
+                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "" : does_not_fit(e, hw)) + "\n";
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
@@ -200,8 +224,13 @@ int cmd_train(const cxxopts::ParseResult& a) {
       json["run"] = run->first;
       text += run->second;
     }
+    if (a.count("command") || a.count("run")) {
+      if (!e.fits) throw UserError("--layout " + l.describe() + ": memory/chip " + human(e.memory.total(), "B") + does_not_fit(e, hw) +
+                                   "; nothing to run: choose a layout that fits");
+      return command_or_run(a, json, text, train_command(c, l, a["train-args"].as<std::string>()));
+    }
     emit(a, json, text);
-    return e.fits ? 0 : 2;
+    return 0;  // the price of the one layout asked for is the answer, whether it fits or not
   }
   const Plan plan = plan_training(c, chips, hw);
   require_positive("--top", a["top"].as<int>());
@@ -273,26 +302,18 @@ int cmd_train(const cxxopts::ParseResult& a) {
       text += run->second;
     }
   }
+  Json json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
+            {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+            {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json}};
   // --command / --run: the best layout that fits, as a train_gpt command line.
-  std::string command;
   if (a.count("command") || a.count("run")) {
     const auto best = std::find_if(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& e) { return e.estimate.fits; });
     if (best == plan.ranked.end()) throw UserError("no layout fits in " + human(hw.hbm_bytes, "B") + " per chip; nothing to run");
-    command = train_command(c, best->estimate.layout, a["train-args"].as<std::string>());
-    text += "best that fits, as a command:\n  " + command + "\n";
+    return command_or_run(a, json, text, train_command(c, best->estimate.layout, a["train-args"].as<std::string>()));
   }
-  if (a.count("run")) {
-    emit(a, Json{{"command", command}}, text);
-    std::cout.flush();
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
-  emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
-               {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
-               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json},
-               {"command", command}},
-       text);
-  return plan.feasible > 0 ? 0 : 2;
+  json["command"] = "";
+  emit(a, json, text);
+  return plan.feasible > 0 ? 0 : 2;  // ranking: no layout fits, no answer
 }
 
 }  // namespace shardlab::plan
