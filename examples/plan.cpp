@@ -39,6 +39,7 @@
 #include "examples/plan_hw.h"
 #include "examples/plan_layer_table.h"
 #include "examples/plan_matmul_sweep.h"
+#include "examples/plan_model_size.h"
 #include "examples/plan_network.h"
 #include "examples/plan_offload.h"
 #include "examples/plan_roofline.h"
@@ -201,14 +202,14 @@ int cmd_model(const cxxopts::ParseResult& a) {
 
 int cmd_infer(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
-  const TransformerShape s = model_from(a);
   InferenceConfig c;
+  c.weights = parse_dtype(a["weights"].as<std::string>());
+  const ServedSizes s = served_from(a, c.weights);
   c.batch = parse_count(*batch_text(a, "seqs"), "batch");
   c.context = s.context;
   c.chips = a["chips"].as<int>();
-  c.weights = parse_dtype(a["weights"].as<std::string>());
   c.efficiency = efficiency_from(a);
-  const ServedModel m = served_model(s, parse_dtype(a["kv-dtype"].as<std::string>()));
+  const ServedModel& m = s.model;
   const DecodeEstimate d = estimate_decode(m, c, hw);
   const PrefillEstimate p = estimate_prefill(m, c, hw);
   const Json decode{{"step_seconds", d.step_seconds},
@@ -228,10 +229,11 @@ int cmd_infer(const cxxopts::ParseResult& a) {
                      {"matmul_flops", p.matmul_flops},
                      {"tokens_per_second", p.tokens_per_second},
                      {"compute_bound", p.compute_bound}};
-  const Json json{{"hw", hw.name},      {"model", s.describe()}, {"batch", c.batch},
-                  {"context", c.context}, {"chips", c.chips},      {"decode", decode},
-                  {"prefill", prefill},   {"tp_max_degree", tp_max_degree(s.d_ff, hw, 1)}};
-  std::string text = s.describe() + "\ndecode, batch " + std::to_string(c.batch) + " at context " +
+  const Json json{{"hw", hw.name},      {"model", s.description}, {"batch", c.batch},
+                  {"context", c.context}, {"chips", c.chips},       {"decode", decode},
+                  {"prefill", prefill},
+                  {"tp_max_degree", s.f > 0 ? Json(tp_max_degree(s.f, hw, 1)) : Json(nullptr)}};
+  std::string text = s.description + "\ndecode, batch " + std::to_string(c.batch) + " at context " +
                      std::to_string(c.context) + " on " + std::to_string(c.chips) + " x " + hw.name + ": " +
                      human(d.step_seconds, "s") + " per step, " + human(d.tokens_per_second, "tokens/s") + " (" +
                      human(d.tokens_per_second_per_chip, "tokens/s") + " per chip)\n  " +
@@ -381,15 +383,18 @@ int main(int argc, char** argv) {
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
                      "tensor; sequence shards each sequence's tokens, for fewer sequences than chips), with the book's "
-                     "conditions for it (training.md on TPU tori, gpus.md on GPU networks)",
+                     "conditions for it (training.md on TPU tori, gpus.md on GPU networks); exits 0 with its price even when it "
+                     "DOES NOT FIT (ranking without --layout exits 2 when no layout fits)",
            cxxopts::value<std::string>())
+          ("sharp", "train on a GPU profile: the book's conditions with SHARP in-network reduction for pure DP's "
+                    "gradient AllReduce (gpus.md; the step itself is priced without)")
           ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
           ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
            cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
-          ("command", "train: print the best layout that fits as a launch/run.sh ... train_gpt command")
-          ("run", "train: run that command (it prints it first)")
+          ("command", "train: print the best layout that fits (or --layout's) as a launch/run.sh ... train_gpt command")
+          ("run", "train: run that command (it prints it first; refuses a layout that does not fit)")
           ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",
            cxxopts::value<std::string>()->default_value(""))
           ("weights", "weight dtype (infer)", cxxopts::value<std::string>()->default_value("bf16"));
@@ -397,6 +402,12 @@ int main(int argc, char** argv) {
         o.add_options()("params", "N: a bare parameter count, e.g. 70e9 (6N FLOPs/token, weight and state bytes)",
                         cxxopts::value<std::string>())
             ("per-layer", "the chapter's per-layer table: each matmul's einsum, parameters and training FLOPs per token");
+      if (command == "train")
+        o.add_options("model by size (instead of --model or --layers)")(
+            "params", "P with --d-model D and --context T: the layer count follows (--d-ff default 4D, --heads D/128, "
+                      "--kv-heads N, --vocab 32000)",
+            cxxopts::value<std::string>());
+      if (command == "infer") add_model_size_flags(o);
       run = command == "model" ? cmd_model : command == "train" ? cmd_train : cmd_infer;
     } else if (command == "roofline") {
       add_roofline_flags(o);

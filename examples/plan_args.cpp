@@ -176,6 +176,21 @@ TransformerShape model_from(const cxxopts::ParseResult& a) {
   auto take = [&](const char* flag, int64_t& field) {
     if (a.count(flag)) field = a[flag].as<int64_t>();
   };
+  // --params P with --d-model D: the dimensions not given take their defaults, L follows.
+  const bool by_params = a.count("params") && preset.empty() && !a.count("layers");
+  if (by_params) {
+    const std::string p = "--params " + a["params"].as<std::string>();
+    if (!a.count("d-model"))
+      throw UserError(p + " gives no shape: add --d-model D (e.g. 8192) and --context T; the layer count follows, "
+                      "--d-ff defaults to 4D, --heads to D/128, --vocab to 32000");
+    if (!a.count("context")) throw UserError(p + " needs the sequence length: add --context T, e.g. 8192");
+    s.d_model = a["d-model"].as<int64_t>();
+    s.layers = 1, s.d_ff = 4 * s.d_model, s.vocab = 32000;
+    if (!a.count("heads") && !a.count("head-dim") && s.d_model % 128 != 0)
+      throw UserError(p + ": --d-model " + std::to_string(s.d_model) +
+                      " is not a multiple of the default head dim 128; give --heads N");
+    s.heads = s.d_model / 128;
+  }
   take("layers", s.layers), take("d-model", s.d_model), take("d-ff", s.d_ff), take("heads", s.heads);
   take("kv-heads", s.kv_heads), take("vocab", s.vocab), take("experts", s.experts), take("top-k", s.top_k);
   take("moe-every", s.moe_every);
@@ -194,6 +209,11 @@ TransformerShape model_from(const cxxopts::ParseResult& a) {
   if (a.count("tied")) s.tied_embeddings = true;
   if (preset.empty() && s.layers == 0)
     throw UserError("give --model <preset> or the dimensions --layers --d-model --d-ff --heads --vocab --context");
+  if (by_params) {
+    const double params = parse_size(a["params"].as<std::string>(), "params");
+    s = shape_for_params(params, s);
+    s.name = human(params, "") + " params";
+  }
   s.validate();
   return s;
 }

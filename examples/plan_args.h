@@ -44,7 +44,10 @@ Json memory_json(const cost::TrainingMemory& m);  // params, grads, optimizer, a
 // One line: which bound, the intensities and the time bounds.
 std::string explain(const cost::Roofline& r, const char* bandwidth_name);
 
-// --model PRESET and the per-dimension overrides, and the shape they describe.
+// --model PRESET and the per-dimension overrides, and the shape they describe; or, where
+// the command has --params (train), P with --d-model and --context, the other dimensions
+// at their defaults (F = 4D, N = D/128, K = N, V = 32000) unless given and the layer count
+// derived (shape_for_params); UserError naming the flags to add when that is not enough.
 void add_model_flags(cxxopts::Options& o);
 cost::TransformerShape model_from(const cxxopts::ParseResult& a);
 // The batch in the unit the command counts it in, from --batch or its explicit spelling:

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "examples/plan_args.h"
+#include "examples/plan_network.h"
 #include "framework/error.h"
 #include "parallel/cost/collective.h"
+#include "parallel/cost/fat_tree.h"
 
 namespace shardlab::plan {
 
@@ -113,6 +115,12 @@ int cmd_collective(const cxxopts::ParseResult& a) {
                                      (c.path == "ici" ? "each direction at " : "out over NVLink at ") +
                                      human(hw.ici.bandwidth, "B/s") + "\n"
                                : std::string());
+  // A group spanning whole nodes runs on the fat tree: the bytes through one switch of each
+  // level, as `network` prints them.
+  int gpus = 1;
+  for (int s : chosen) gpus *= s;
+  if (spans_whole_nodes(op, gpus, 1, hw))
+    text += switch_bytes_line(fat_tree_collective(fat_tree_for(hw, gpus), op, bytes, gpus));
   emit(a, json, text);
   return 0;
 }

@@ -12,6 +12,18 @@ namespace shardlab::plan {
 
 using namespace shardlab::cost;
 
+std::string switch_bytes_line(const GpuCollective& c) {
+  std::string text;
+  for (size_t i = 0; i < c.levels.size() && c.levels[i].switch_out > 0; ++i) {
+    const LevelTime& l = c.levels[i];
+    text += std::string(i ? "; " : "  through one switch: ") + l.level + " in " + human(l.switch_in, "B") + ", out " +
+            human(l.switch_out, "B") + " (" + std::to_string(l.degree) + " x " + human(l.link_bandwidth, "B/s") +
+            ": " + human(std::max(l.switch_in, l.switch_out) / (l.degree * l.link_bandwidth), "s") + ")" +
+            (i + 1 == c.levels.size() ? "\n" : "");
+  }
+  return text;
+}
+
 void add_network_flags(cxxopts::Options& o) {
   o.add_options("network")
       ("gpus", "GPUs in the collective's group (default: the whole tree)", cxxopts::value<int>())
@@ -62,16 +74,7 @@ int cmd_network(const cxxopts::ParseResult& a) {
       per_level.push_back(Json{{"level", l.level}, {"degree", l.degree}, {"seconds", l.seconds},
                                {"switch_in_bytes", l.switch_in}, {"switch_out_bytes", l.switch_out}});
     }
-    text += "\n";
-    // Bytes through one switch of each level, and their time at its egress (degree x W_i).
-    for (size_t i = 0; i < c.levels.size() && c.levels[i].switch_out > 0; ++i) {
-      const LevelTime& l = c.levels[i];
-      text += std::string(i ? "; " : "  through one switch: ") + l.level + " in " + human(l.switch_in, "B") +
-              ", out " + human(l.switch_out, "B") + " (" + std::to_string(l.degree) + " x " +
-              human(l.link_bandwidth, "B/s") + ": " +
-              human(std::max(l.switch_in, l.switch_out) / (l.degree * l.link_bandwidth), "s") + ")" +
-              (i + 1 == c.levels.size() ? "\n" : "");
-    }
+    text += "\n" + switch_bytes_line(c);
     json["collective"] = Json{{"op", to_string(op)}, {"bytes", bytes}, {"gpus", gpus}, {"inner", options.inner},
                               {"sharp", options.sharp}, {"seconds", c.seconds}, {"bound_level", c.bound_level},
                               {"bytes_per_second", c.bandwidth}, {"bisection_bytes_per_second", c.bisection_bandwidth},

@@ -9,7 +9,16 @@
 
 #include <cxxopts.hpp>
 
+#include <string>
+
+#include "parallel/cost/fat_tree.h"
+
 namespace shardlab::plan {
+
+// "  through one switch: node in 1 GB, out 8 GB (8 x 450 GB/s: 2.22 ms); leaf ...\n": the
+// bytes through one switch of each level the collective spans and their time at its
+// egress (degree x W_i); empty where the book's accounting counts none (fat_tree.h).
+std::string switch_bytes_line(const cost::GpuCollective& c);
 
 void add_network_flags(cxxopts::Options& options);
 int cmd_network(const cxxopts::ParseResult& args);

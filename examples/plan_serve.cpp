@@ -6,6 +6,7 @@
 
 #include "examples/plan_args.h"
 #include "examples/plan_decode_sharding.h"
+#include "examples/plan_model_size.h"
 #include "framework/error.h"
 #include "parallel/cost/serving.h"
 #include "parallel/cost/serving_search.h"
@@ -17,12 +18,7 @@ using namespace shardlab::cost;
 
 void add_serve_flags(cxxopts::Options& o) {
   add_model_flags(o);
-  o.add_options("model by size (instead of --model or its dimensions)")
-      ("params", "parameters, e.g. 30e9 (their bytes follow --weights)", cxxopts::value<std::string>())
-      ("param-bytes", "the weights' bytes, e.g. 30e9 (params = bytes / bytes of --weights)",
-       cxxopts::value<std::string>())
-      ("kv-bytes-per-token", "KV cache bytes per token of context, e.g. 100e3 (160k = 163,840)",
-       cxxopts::value<std::string>());
+  add_model_size_flags(o);
   o.add_options("serving")
       ("chips", "chips of the slice (default: the smallest power-of-two slice holding the weights)",
        cxxopts::value<int>())
@@ -53,60 +49,12 @@ void add_serve_flags(cxxopts::Options& o) {
 
 namespace {
 
-// The model served: its shape when given by preset or dimensions, else bare sizes.
-struct Served {
-  ServedModel model;
-  std::optional<TransformerShape> shape;
-  std::string description;
-  int64_t context = 0;
-  int64_t d = 0, f = 0;  // for the model-sharding sections (0: unknown)
-};
-
-// --params or --param-bytes, in parameters (bytes / bytes of the weights' dtype).
-double params_flag(const cxxopts::ParseResult& a, DType weights) {
-  if (a.count("params") && a.count("param-bytes")) throw UserError("give --params or --param-bytes, not both");
-  return a.count("params") ? parse_size(a["params"].as<std::string>(), "params")
-                           : parse_size(a["param-bytes"].as<std::string>(), "param-bytes") / bytes_of(weights);
-}
-
-// A preset or dimensions give the shape (bare sizes then override its parameter count and
-// KV bytes, e.g. the book's round 70e9 for LLaMA 3-70B); without one the sizes are all.
-Served served_from(const cxxopts::ParseResult& a, DType weights) {
-  Served s;
-  const bool sized = a.count("params") || a.count("param-bytes");
-  if (!a["model"].as<std::string>().empty() || a.count("layers")) {
-    s.shape = model_from(a);
-    s.model = served_model(*s.shape, parse_dtype(a["kv-dtype"].as<std::string>()));
-    s.description = s.shape->describe();
-    s.context = s.shape->context;
-    s.d = s.shape->d_model, s.f = s.shape->d_ff;
-    if (sized) {
-      s.model.params = s.model.matmul_params = params_flag(a, weights);
-      s.description += " as " + human(s.model.params, "") + " params";
-    }
-    if (a.count("kv-bytes-per-token"))
-      s.model.kv_bytes_per_token = parse_size(a["kv-bytes-per-token"].as<std::string>(), "kv-bytes-per-token");
-    return s;
-  }
-  if (!sized) throw UserError("give --model <preset>, the dimensions (--layers ...), or --params/--param-bytes");
-  if (!a.count("kv-bytes-per-token"))
-    throw UserError("a model given by --params/--param-bytes needs --kv-bytes-per-token, e.g. 100e3");
-  if (!a.count("context")) throw UserError("a model given by --params/--param-bytes needs --context, e.g. 8192");
-  const double params = params_flag(a, weights);
-  s.model = {params, params, parse_size(a["kv-bytes-per-token"].as<std::string>(), "kv-bytes-per-token"), 0};
-  s.context = parse_count(a["context"].as<std::string>(), "context");
-  s.d = a.count("d-model") ? a["d-model"].as<int64_t>() : 0;
-  s.f = a.count("d-ff") ? a["d-ff"].as<int64_t>() : 0;
-  s.description = human(params, "") + " params, " + human(s.model.kv_bytes_per_token, "B") + " KV per token";
-  return s;
-}
-
 int64_t count_flag(const cxxopts::ParseResult& a, const char* flag, int64_t otherwise) {
   return a.count(flag) ? parse_count(a[flag].as<std::string>(), flag) : otherwise;
 }
 
 // --max-step-ms: each slice's largest batch within the limit, and the best per chip.
-int serve_under_latency(const cxxopts::ParseResult& a, const Served& s, DType weights, const HardwareProfile& hw) {
+int serve_under_latency(const cxxopts::ParseResult& a, const ServedSizes& s, DType weights, const HardwareProfile& hw) {
   const double limit = a["max-step-ms"].as<double>() * 1e-3;
   const InferenceConfig c{.context = s.context, .weights = weights};
   const LatencyLimitedServing r = best_serving_under_latency(s.model, c, limit, a["max-chips"].as<int>(), hw);
@@ -139,7 +87,7 @@ int serve_under_latency(const cxxopts::ParseResult& a, const Served& s, DType we
 int cmd_serve(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
   const DType weights = parse_dtype(a["weights"].as<std::string>());
-  const Served s = served_from(a, weights);
+  const ServedSizes s = served_from(a, weights);
   if (a.count("max-step-ms")) return serve_under_latency(a, s, weights, hw);
   const ServedModel& m = s.model;
   const int chips = a.count("chips") ? a["chips"].as<int>() : slice_chips(m.params * bytes_of(weights), hw);

@@ -51,8 +51,8 @@ Json estimate_json(const StepEstimate& e) {
 // The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
 // and DCN, layout_conditions.h), or on a switched GPU network the GPU chapter's
 // (gpu_conditions.h, plan_gpu_conditions.h).
-Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
-  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
+Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw, sharp);
   const LayoutConditions k = layout_conditions(c, e, hw);
   return Json{{"pods", k.pods},
               {"chips_per_pod", k.chips_per_domain},
@@ -82,8 +82,8 @@ Json conditions_json(const TrainConfig& c, const StepEstimate& e, const Hardware
               {"dcn_crossing_hidden", k.dcn_crossing_hidden}};
 }
 
-std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
-  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw);
+std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw, sharp);
   const LayoutConditions k = layout_conditions(c, e, hw);
   auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
   std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
@@ -157,6 +157,30 @@ std::optional<std::pair<Json, std::string>> run_of(const cxxopts::ParseResult& a
                        human(e.step_seconds, "s") + " = " + human(seconds / kSecondsPerDay, "") + " days\n"};
 }
 
+// " DOES NOT FIT in 80 GB of HBM (params ..., activations ...)": why a priced layout does
+// not fit, after its memory per chip.
+std::string does_not_fit(const StepEstimate& e, const HardwareProfile& hw) {
+  const TrainingMemory& m = e.memory;
+  return " DOES NOT FIT in " + human(hw.hbm_bytes, "B") + " of HBM (params " +
+         human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " + human(m.optimizer, "B") +
+         ", activations " + human(m.activations, "B") + ")";
+}
+
+// --command prints the layout's train_gpt command after the answer; --run prints it, then
+// runs it and returns its exit status.
+int command_or_run(const cxxopts::ParseResult& a, Json json, std::string text, const std::string& command) {
+  text += (a.count("layout") ? "as a command:\n  " : "best that fits, as a command:\n  ") + command + "\n";
+  json["command"] = command;
+  if (!a.count("run")) {
+    emit(a, json, text);
+    return 0;
+  }
+  emit(a, Json{{"command", command}}, text);
+  std::cout.flush();
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 }  // namespace
 
 int cmd_train(const cxxopts::ParseResult& a) {
@@ -166,8 +190,13 @@ int cmd_train(const cxxopts::ParseResult& a) {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
   }
   const HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
+  if (a.count("params") && (!a["model"].as<std::string>().empty() || a.count("layers")))
+    throw UserError("give --params " + a["params"].as<std::string>() +
+                    " with --d-model (the layer count follows), or the shape (--model or --layers ...) without it");
   TrainConfig c;
   c.model = model_from(a);
+  // A shape derived from --params: say which (the ranking's first line is the shape).
+  const std::string derived = a.count("params") ? c.model.describe() + " (L from --params)\n" : "";
   c.batch_tokens = parse_size(*batch_text(a, "tokens"), "batch");
   c.remat = nn::parse_remat(a["remat"].as<std::string>());
   const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
@@ -176,27 +205,36 @@ int cmd_train(const cxxopts::ParseResult& a) {
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
+  const bool sharp = a.count("sharp") > 0;
+  if (sharp && hw.interconnect != Interconnect::kSwitched)
+    throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
+                    "GPU profile (h100, b200, ...) or drop --sharp");
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);
-    std::string text = l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+    std::string text = derived + l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
                        human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
                        (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
                        human(e.tokens_per_chip, "") + " tokens/chip" +
                        (e.padding_fraction > 0 ? " (" + scientific(100 * e.padding_fraction, "% padding)") : "") +
-                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "\n" : " DOES NOT FIT\n");
+                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "" : does_not_fit(e, hw)) + "\n";
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
-    text += conditions_text(c, e, hw);
+    text += conditions_text(c, e, hw, sharp);
     Json json = estimate_json(e);
-    json["book_conditions"] = conditions_json(c, e, hw);
+    json["book_conditions"] = conditions_json(c, e, hw, sharp);
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
       text += run->second;
     }
+    if (a.count("command") || a.count("run")) {
+      if (!e.fits) throw UserError("--layout " + l.describe() + ": memory/chip " + human(e.memory.total(), "B") + does_not_fit(e, hw) +
+                                   "; nothing to run: choose a layout that fits");
+      return command_or_run(a, json, text, train_command(c, l, a["train-args"].as<std::string>()));
+    }
     emit(a, json, text);
-    return e.fits ? 0 : 2;
+    return 0;  // the price of the one layout asked for is the answer, whether it fits or not
   }
   const Plan plan = plan_training(c, chips, hw);
   require_positive("--top", a["top"].as<int>());
@@ -225,7 +263,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     pods_text = pods_line(hw, pods, c.batch_tokens, c.precision.compute) + "\n";
   }
   Json ranked = Json::array(), skipped = Json::object();
-  std::string text = c.model.describe() + "\n" + human(c.batch_tokens, "tokens") + " per step on " +
+  std::string text = (derived.empty() ? c.model.describe() + "\n" : derived) + human(c.batch_tokens, "tokens") + " per step on " +
                      std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
                      " tokens per chip; DP/FSDP compute-bound above " +
                      human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
@@ -245,7 +283,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     Json entry = estimate_json(e.estimate);
     entry.update(Json{{"rank", i + 1},
                       {"verdict", e.verdict},
-                      {"book_conditions", conditions_json(c, e.estimate, hw)}});
+                      {"book_conditions", conditions_json(c, e.estimate, hw, sharp)}});
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
@@ -262,32 +300,24 @@ int cmd_train(const cxxopts::ParseResult& a) {
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
     const StepEstimate& best = plan.ranked.front().estimate;
-    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
+    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw, sharp);
     if (const auto run = run_of(a, best, c.batch_tokens)) {
       run_json = run->first;
       text += run->second;
     }
   }
+  Json json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
+            {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+            {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json}};
   // --command / --run: the best layout that fits, as a train_gpt command line.
-  std::string command;
   if (a.count("command") || a.count("run")) {
     const auto best = std::find_if(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& e) { return e.estimate.fits; });
     if (best == plan.ranked.end()) throw UserError("no layout fits in " + human(hw.hbm_bytes, "B") + " per chip; nothing to run");
-    command = train_command(c, best->estimate.layout, a["train-args"].as<std::string>());
-    text += "best that fits, as a command:\n  " + command + "\n";
+    return command_or_run(a, json, text, train_command(c, best->estimate.layout, a["train-args"].as<std::string>()));
   }
-  if (a.count("run")) {
-    emit(a, Json{{"command", command}}, text);
-    std::cout.flush();
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
-  emit(a, Json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
-               {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
-               {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json},
-               {"command", command}},
-       text);
-  return plan.feasible > 0 ? 0 : 2;
+  json["command"] = "";
+  emit(a, json, text);
+  return plan.feasible > 0 ? 0 : 2;  // ranking: no layout fits, no answer
 }
 
 }  // namespace shardlab::plan

@@ -19,10 +19,10 @@ namespace {
 
 // LLaMA-3 70B (F = 28672) at 8192 tokens a sequence, `sequences` of them a step.
 GpuConditions conditions(const Layout& layout, double sequences, const char* hw = "h100",
-                         TransformerShape model = model_preset("llama3-70b")) {
+                         TransformerShape model = model_preset("llama3-70b"), bool sharp = false) {
   TrainConfig c;
   c.model = model, c.batch_tokens = sequences * model.context;
-  return gpu_conditions(c, estimate_train_step(c, layout, hardware(hw)), hardware(hw));
+  return gpu_conditions(c, estimate_train_step(c, layout, hardware(hw)), hardware(hw), sharp);
 }
 
 }  // namespace
@@ -45,6 +45,30 @@ TEST_CASE("data parallelism and FSDP on GPUs: C / W_collective per GPU (gpus.md)
   });
   CHECK(two.batch_path.find("node-bound") != std::string::npos);
   CHECK(su.batch_path.find("leaf-bound") != std::string::npos);
+}
+
+TEST_CASE("SHARP halves pure data parallelism's bound in theory, not FSDP's (gpus.md)") {
+  const char* dp = "gpus.md, Data Parallelism";
+  const TransformerShape llama = model_preset("llama3-70b");
+  const GpuConditions node = conditions({.data = 8}, 8, "h100", llama, true);
+  const GpuConditions su = conditions({.data = 256}, 256, "h100", llama, true);
+  const GpuConditions plain = conditions({.data = 8}, 8);
+  // "With in-network reductions enabled and using pure data parallelism, theoretically we
+  // have 2x the AllReduce bandwidth, which would halve both of these numbers": the AllReduce
+  // costs V / W (no (D-1)/D), against two all_gathers' 2 V (D-1)/D / W.
+  check({
+      {dp, "SHARP in a node: 2200 / 2 = 1100", node.batch_critical, 1100, kExact},
+      {dp, "SHARP over one SU: 2475 / 2 = 1237.5 (the leaf's 400 GB/s, no 31/32)", su.batch_critical, 1237.5, kExact},
+      // Quiz 4 Q2's B / W_egress against the ring's 2 B (N-1)/N / W: "the predicted 75%".
+      {"gpus.md, In network reductions", "75% faster in a node in theory",
+       plain.batch_critical / node.batch_critical, 1.75, kExact},
+  });
+  CHECK(node.batch_sharp);
+  CHECK(su.batch_path.find("leaf-bound") != std::string::npos);
+  // FSDP's gathers are no AllReduce: SHARP leaves its bound as it was.
+  const GpuConditions fsdp = conditions({.fsdp = 8}, 8, "h100", llama, true);
+  CHECK_FALSE(fsdp.batch_sharp);
+  CHECK(fsdp.batch_critical == doctest::Approx(conditions({.fsdp = 8}, 8).batch_critical).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("an MoE's experts need E/k times the batch; tensor parallelism up to F W / C (gpus.md)") {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "framework/error.h"
 #include "parallel/cost/collective.h"
 #include "parallel/cost/inference.h"
 #include "parallel/cost/roofline.h"
@@ -156,6 +157,20 @@ TEST_CASE("X1: 64-layer D=4096 MHA model: params, attention share, int8 KV per t
   CHECK(p.total == doctest::Approx(16e9).epsilon(0.1).scale(0));  // the book's rounded 4e3/16e3/32e3
   CHECK(p.attention / p.total == book(0.25));
   CHECK(kv_bytes_per_token(s, DType::kInt8) == 524288);  // [check]; the book's "512 kB"
+}
+
+TEST_CASE("X1 backwards: a model given by its parameter count and width gets its layer count") {
+  // transformers.md Q1's 17.4e9 at D=4096, F=16384, N=32, V=32000: L=64 again.
+  TransformerShape s = shape(64, 4096, 16384, 32, 128, 32000);
+  s.layers = 0;
+  CHECK(shape_for_params(17.44e9, s).layers == 64);
+  // LLaMA-3 70B's shape without its depth: its 70.55e9 give 80 layers back.
+  TransformerShape llama = model_preset("llama3-70b");
+  const double total = count_params(llama).total;
+  llama.layers = 0;
+  CHECK(shape_for_params(total, llama).layers == 80);
+  // Less than one layer plus the embeddings: an error naming the count.
+  CHECK_THROWS_WITH_AS(shape_for_params(1e9, llama), doctest::Contains("does not reach"), shardlab::UserError);
 }
 
 TEST_CASE("X4: attention FLOPs equal QKVO FLOPs at T = 2D") {

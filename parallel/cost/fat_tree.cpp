@@ -27,6 +27,11 @@ FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
   return t;
 }
 
+FatTree fat_tree_for(const HardwareProfile& hw, int gpus) {
+  const int su_gpus = kNodesPerSu * hw.node_size;
+  return fat_tree(hw, std::max(1, (gpus + su_gpus - 1) / su_gpus));
+}
+
 GpuCollective fat_tree_collective(const FatTree& tree, CollectiveOp op, double bytes, int gpus,
                                   const CollectiveOptions& o) {
   if (!(bytes >= 0)) throw UserError("collective size must be >= 0 bytes, got " + format_number(bytes));
@@ -97,9 +102,7 @@ CollectiveCost fat_tree_axis_collective(CollectiveOp op, double bytes, int size,
                     "; price it with gpu_collective");
   }
   const int gpus = size * inner;
-  const int su_gpus = kNodesPerSu * hw.node_size;
-  const FatTree tree = fat_tree(hw, std::max(1, (gpus + su_gpus - 1) / su_gpus));
-  const GpuCollective g = fat_tree_collective(tree, op, bytes * inner, gpus, {.inner = inner});
+  const GpuCollective g = fat_tree_collective(fat_tree_for(hw, gpus), op, bytes * inner, gpus, {.inner = inner});
   // The axis' ring: `within` members share a node, `across` nodes.
   const int within = std::max(1, std::min(size, hw.node_size / inner));
   const int across = size / within;

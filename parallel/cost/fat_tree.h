@@ -60,6 +60,10 @@ struct FatTree {
 // the spine's uplinks divided by `oversubscription` (>= 1).
 FatTree fat_tree(const HardwareProfile& hw, int sus = 4, double oversubscription = 1);
 
+// The reference tree with as many SUs as `gpus` need (full bisection): what the planner's
+// axes and `collective` price a group spanning whole nodes on.
+FatTree fat_tree_for(const HardwareProfile& hw, int gpus);
+
 struct CollectiveOptions {
   int inner = 1;       // Y: size of an inner axis (GPUs next to each other) the array is sharded over
   bool sharp = false;  // in-network reduction for all_reduce

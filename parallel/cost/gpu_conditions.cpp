@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/error.h"
+#include "parallel/cost/fat_tree.h"
 #include "parallel/cost/roofline.h"
 
 namespace shardlab::cost {
@@ -16,7 +17,7 @@ CollectiveCost probe(int size, int inner, int chips, const HardwareProfile& hw) 
 
 }  // namespace
 
-GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
   if (hw.interconnect != Interconnect::kSwitched)
     throw UserError(hw.name + " is a torus: its conditions are layout_conditions (training.md), not the GPU chapter's");
   const Layout& l = e.layout;
@@ -38,6 +39,16 @@ GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const 
     const CollectiveCost b = probe(g.batch, g.batch_inner, chips, hw);
     g.batch_bandwidth = g.batch_inner * 1e9 / b.bandwidth_seconds;
     g.batch_path = b.path;
+    const int gpus = g.batch * g.batch_inner;
+    g.batch_sharp = sharp && !gathers_per_microbatch &&
+                    (gpus <= hw.node_size || spans_whole_nodes(CollectiveOp::kAllReduce, g.batch, g.batch_inner, hw));
+    if (g.batch_sharp) {
+      // The array sharded over the inner GPUs, as fat_tree_axis_collective gives it.
+      const GpuCollective r = fat_tree_collective(fat_tree_for(hw, gpus), CollectiveOp::kAllReduce,
+                                                  1e9 * g.batch_inner, gpus, {.inner = g.batch_inner, .sharp = true});
+      g.batch_bandwidth = 2 * g.batch_inner * 1e9 / r.seconds;
+      g.batch_path = "SHARP all_reduce (fat tree, " + r.bound_level + "-bound)";
+    }
     g.batch_critical = flops / g.batch_bandwidth;
     if (c.model.experts > 0) g.moe_batch_critical = moe_critical_batch(g.batch_critical, c.model.experts, c.model.top_k);
   }

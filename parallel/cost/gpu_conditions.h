@@ -18,6 +18,10 @@
 //   PP over p stages, m microbatches: (m + p - 2) hops of 2 (B/m) D bytes, against the
 //     step's compute (the book: "basically free")
 // The book's ratio of the layout is the largest of these (< 1: compute-bound).
+// With SHARP (in-network reduction, fat_tree.h), pure DP's gradient AllReduce costs V / W
+// instead of two all_gathers' 2 V (D-1)/D / W, so its W_collective is 2 V / T_SHARP: in
+// theory it halves the bound (the book: 2200 -> 1100 in a node, 2475 -> 1237 past it;
+// measured, ~30% more bandwidth). FSDP's AllGathers and groups not of whole nodes keep theirs.
 //
 //   StepEstimate e = estimate_train_step(cfg, layout, hardware("h100"));
 //   GpuConditions g = gpu_conditions(cfg, e, hardware("h100"));
@@ -36,6 +40,7 @@ struct GpuConditions {
   // Batch group X = data x fsdp x sequence, with model-parallel GPUs Y nested inside it.
   int batch = 1, batch_inner = 1;
   int batch_nodes = 1;                 // nodes the batch group with its inner axes spans
+  bool batch_sharp = false;            // the batch group's AllReduce priced with SHARP
   double batch_bandwidth = 0;          // W_collective of the batch group, bytes/s (inner Y included)
   std::string batch_path;              // links it runs on, as axis_collective names them
   double tokens_per_gather = 0;        // B / (N m) under FSDP with m microbatches, else B / N
@@ -56,8 +61,9 @@ struct GpuConditions {
   bool compute_bound_by_book = false;  // comm_to_compute <= 1
 };
 
-// The conditions of estimate.layout for config on hw; UserError for a torus (use
-// layout_conditions).
-GpuConditions gpu_conditions(const TrainConfig& config, const StepEstimate& estimate, const HardwareProfile& hw);
+// The conditions of estimate.layout for config on hw, `sharp`: with in-network reduction
+// for pure DP; UserError for a torus (use layout_conditions).
+GpuConditions gpu_conditions(const TrainConfig& config, const StepEstimate& estimate, const HardwareProfile& hw,
+                             bool sharp = false);
 
 }  // namespace shardlab::cost

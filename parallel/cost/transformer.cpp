@@ -1,6 +1,7 @@
 #include "parallel/cost/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "framework/error.h"
@@ -146,6 +147,23 @@ ParamCounts count_params(const TransformerShape& s) {
   // The embedding lookup is a gather, not a matmul; the output projection is one (tied or not).
   p.matmul = p.attention + dense * expert + moe * expert * s.top_k + p.router + s.vocab * d;
   return p;
+}
+
+TransformerShape shape_for_params(double params, TransformerShape s) {
+  // count_params is linear in L over whole groups of moe_every layers.
+  const int64_t group = std::max<int64_t>(1, s.moe_every);
+  s.layers = group;
+  const double one = count_params(s).total;
+  s.layers = 2 * group;
+  const double per_layer = (count_params(s).total - one) / group, fixed = one - group * per_layer;
+  const int64_t layers = std::llround((params - fixed) / per_layer / group) * group;
+  if (!(params > 0) || layers < group) {
+    throw UserError("a model of " + format_number(params) + " params does not reach " + std::to_string(group) +
+                    " layer(s) of " + format_number(per_layer) + " params plus " + format_number(fixed) +
+                    " of embeddings at D=" + std::to_string(s.d_model) + "; give a smaller --d-model (or more params)");
+  }
+  s.layers = layers;
+  return s;
 }
 
 double attention_flops_per_token(const TransformerShape& s, int64_t context) {

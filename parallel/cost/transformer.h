@@ -67,6 +67,11 @@ struct ParamCounts {
   double matmul = 0;       // active parameters used in matmuls: the N of "6N"
 };
 ParamCounts count_params(const TransformerShape& s);
+// A model given by its parameter count P and every dimension but L (book transformers.md:
+// P = L x per-layer + embeddings): `shape` with the layer count whose count_params is
+// nearest P. UserError when P does not reach one layer plus the embeddings.
+//   shape_for_params(70e9, llama3_70b_without_layers).layers == 80
+TransformerShape shape_for_params(double params, TransformerShape shape);
 
 // FLOPs per token. Matmuls: 2 per parameter forward, 4 backward. Attention scores and
 // values: 4 T N H per layer forward (QK^T and AV over the full T x T square; kernels that
