@@ -386,8 +386,8 @@ int main(int argc, char** argv) {
                      "conditions for it (training.md on TPU tori, gpus.md on GPU networks); exits 0 with its price even when it "
                      "DOES NOT FIT (ranking without --layout exits 2 when no layout fits)",
            cxxopts::value<std::string>())
-          ("sharp", "train on a GPU profile: the book's conditions with SHARP in-network reduction for pure DP's "
-                    "gradient AllReduce (gpus.md; the step itself is priced without)")
+          ("sharp", "train on a GPU profile: SHARP in-network reduction for every AllReduce over whole switches "
+                    "(gpus.md): pure DP's gradient AllReduce in the book's conditions, and the step's collectives")
           ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
           ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
            cxxopts::value<std::string>())

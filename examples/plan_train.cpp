@@ -189,7 +189,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (!cluster.empty() && cluster != "local") {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
   }
-  const HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
+  HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
   if (a.count("params") && (!a["model"].as<std::string>().empty() || a.count("layers")))
     throw UserError("give --params " + a["params"].as<std::string>() +
                     " with --d-model (the layer count follows), or the shape (--model or --layers ...) without it");
@@ -209,6 +209,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (sharp && hw.interconnect != Interconnect::kSwitched)
     throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
                     "GPU profile (h100, b200, ...) or drop --sharp");
+  hw.sharp = sharp;  // every all_reduce over whole switches, in the conditions and in the step
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);

@@ -22,7 +22,18 @@ GpuConditions conditions(const Layout& layout, double sequences, const char* hw 
                          TransformerShape model = model_preset("llama3-70b"), bool sharp = false) {
   TrainConfig c;
   c.model = model, c.batch_tokens = sequences * model.context;
-  return gpu_conditions(c, estimate_train_step(c, layout, hardware(hw)), hardware(hw), sharp);
+  HardwareProfile profile = hardware(hw);
+  profile.sharp = sharp;
+  return gpu_conditions(c, estimate_train_step(c, layout, profile), profile, sharp);
+}
+
+// The step's communication of `layout` for LLaMA-3 70B on H100s, with or without SHARP.
+double comm_seconds(const Layout& layout, double sequences, bool sharp) {
+  TrainConfig c;
+  c.model = model_preset("llama3-70b"), c.batch_tokens = sequences * c.model.context;
+  HardwareProfile hw = hardware("h100");
+  hw.sharp = sharp;
+  return estimate_train_step(c, layout, hw).comm_seconds;
 }
 
 }  // namespace
@@ -149,4 +160,17 @@ TEST_CASE("gpu_conditions refuses a torus") {
   c.model = model_preset("llama3-70b"), c.batch_tokens = 8 * 8192.0;
   const StepEstimate e = estimate_train_step(c, {.data = 8}, hardware("tpu-v5p"));
   CHECK_THROWS_AS(gpu_conditions(c, e, hardware("tpu-v5p")), shardlab::UserError);
+}
+
+TEST_CASE("SHARP in the step: pure DP's AllReduce moves each byte once each way, FSDP's gathers as before") {
+  // In a node: the ring's 2 (N-1)/N bytes / W against bytes / W, 1.75x for N = 8.
+  CHECK(comm_seconds({.data = 8}, 8, false) / comm_seconds({.data = 8}, 8, true) ==
+        doctest::Approx(1.75).epsilon(1e-6).scale(0));
+  // Over one SU of 32 nodes, leaf-bound: 2 x 31/32 ... and the fat tree's per-level terms;
+  // nearly the book's "2x the AllReduce bandwidth".
+  const double su = comm_seconds({.data = 256}, 256, false) / comm_seconds({.data = 256}, 256, true);
+  CHECK(su > 1.9);
+  CHECK(su < 2.0);
+  // FSDP has no AllReduce of its gradients (reduce_scatter and all_gathers): unchanged.
+  CHECK(comm_seconds({.fsdp = 8}, 8, true) == doctest::Approx(comm_seconds({.fsdp = 8}, 8, false)).epsilon(1e-12).scale(0));
 }

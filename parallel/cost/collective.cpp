@@ -95,6 +95,8 @@ CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const Har
   if (gpus <= hw.node_size) {
     if (op == CollectiveOp::kAllToAll)
       return finish((n_total - 1) * bytes / (n_total * n_total * w), 1, hw.ici.latency, "nvlink");
+    if (op == CollectiveOp::kAllReduce && hw.sharp)  // up into the NVSwitch and the sum back down
+      return finish(bytes / w, 2, hw.ici.latency, "nvlink SHARP");
     const double passes = op == CollectiveOp::kAllReduce ? 2 : 1;
     return finish(passes * (n_total - 1) / n_total * bytes / w, static_cast<int>(passes) * (gpus - 1),
                   hw.ici.latency, "nvlink");

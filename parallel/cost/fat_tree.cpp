@@ -102,20 +102,27 @@ CollectiveCost fat_tree_axis_collective(CollectiveOp op, double bytes, int size,
                     "; price it with gpu_collective");
   }
   const int gpus = size * inner;
-  const GpuCollective g = fat_tree_collective(fat_tree_for(hw, gpus), op, bytes * inner, gpus, {.inner = inner});
+  const bool sharp = hw.sharp && op == CollectiveOp::kAllReduce;
+  const GpuCollective g =
+      fat_tree_collective(fat_tree_for(hw, gpus), op, bytes * inner, gpus, {.inner = inner, .sharp = sharp});
   // The axis' ring: `within` members share a node, `across` nodes.
   const int within = std::max(1, std::min(size, hw.node_size / inner));
   const int across = size / within;
   const int passes = op == CollectiveOp::kAllReduce ? 2 : 1;
   CollectiveCost c;
   c.bandwidth_seconds = g.seconds;
-  c.hops = op == CollectiveOp::kAllToAll ? 1 : passes * (within - 1 + across - 1);
-  c.latency_seconds = op == CollectiveOp::kAllToAll
-                          ? hw.dcn.latency
-                          : passes * ((within - 1) * hw.ici.latency + (across - 1) * hw.dcn.latency);
+  if (sharp) {  // up the tree and back down: one NVLink and one NIC hop each way
+    c.hops = 2;
+    c.latency_seconds = 2 * (hw.ici.latency + hw.dcn.latency);
+  } else {
+    c.hops = op == CollectiveOp::kAllToAll ? 1 : passes * (within - 1 + across - 1);
+    c.latency_seconds = op == CollectiveOp::kAllToAll
+                            ? hw.dcn.latency
+                            : passes * ((within - 1) * hw.ici.latency + (across - 1) * hw.dcn.latency);
+  }
   c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
   c.latency_bound = c.latency_seconds > c.bandwidth_seconds;
-  c.path = "nvlink+infiniband (fat tree, " + g.bound_level + "-bound)";
+  c.path = std::string(sharp ? "SHARP " : "") + "nvlink+infiniband (fat tree, " + g.bound_level + "-bound)";
   return c;
 }
 

@@ -69,6 +69,10 @@ struct HardwareProfile {
   bool wraparound = false;
   int wraparound_granule = 1;
   int node_size = 1;  // chips in one fast domain: GPUs per NVLink node, TPU chips per pod
+  // GPU only: the switches reduce in-network (NVLink SHARP in a node, InfiniBand SHARP
+  // above it), so an all_reduce over whole switches sends each byte up once and gets the
+  // sum back once -- bytes / W, not the ring's 2 (N-1)/N bytes / W. Off in every profile.
+  bool sharp = false;
   bool calibrated = true;  // false only for a `local` profile that was never measured
   std::string fingerprint;  // `local`: the machine, build and threads it was measured with
   std::map<std::string, LinkSpec> axis_links;  // `local`: measured link per mesh axis name
