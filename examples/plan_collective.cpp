@@ -99,7 +99,7 @@ int cmd_collective(const cxxopts::ParseResult& a) {
   const double link_bytes = c.bandwidth_seconds * hw.ici.bandwidth;
   Json sizes = Json::array();
   for (int s : chosen) sizes.push_back(s);
-  const Json json = Json{{"hw", hw.name}, {"op", to_string(op)}, {"bytes", bytes}, {"axis_sizes", sizes},
+  Json json = Json{{"hw", hw.name}, {"op", to_string(op)}, {"bytes", bytes}, {"axis_sizes", sizes},
                          {"bidirectional", bidirectional}, {"seconds", c.seconds},
                          {"bandwidth_seconds", c.bandwidth_seconds}, {"latency_seconds", c.latency_seconds},
                          {"hops", c.hops}, {"latency_bound", c.latency_bound}, {"latency_bound_bytes", threshold},
@@ -119,8 +119,11 @@ int cmd_collective(const cxxopts::ParseResult& a) {
   // level, as `network` prints them.
   int gpus = 1;
   for (int s : chosen) gpus *= s;
-  if (spans_whole_nodes(op, gpus, 1, hw))
-    text += switch_bytes_line(fat_tree_collective(fat_tree_for(hw, gpus), op, bytes, gpus));
+  if (spans_whole_nodes(op, gpus, 1, hw)) {
+    const GpuCollective tree = fat_tree_collective(fat_tree_for(hw, gpus), op, bytes, gpus);
+    text += switch_bytes_line(tree);
+    json["fat_tree_levels"] = levels_json(tree);
+  }
   emit(a, json, text);
   return 0;
 }

@@ -24,6 +24,15 @@ std::string switch_bytes_line(const GpuCollective& c) {
   return text;
 }
 
+Json levels_json(const GpuCollective& c) {
+  Json levels = Json::array();
+  for (const LevelTime& l : c.levels) {
+    levels.push_back(Json{{"level", l.level}, {"degree", l.degree}, {"seconds", l.seconds},
+                          {"switch_in_bytes", l.switch_in}, {"switch_out_bytes", l.switch_out}});
+  }
+  return levels;
+}
+
 void add_network_flags(cxxopts::Options& o) {
   o.add_options("network")
       ("gpus", "GPUs in the collective's group (default: the whole tree)", cxxopts::value<int>())
@@ -67,18 +76,15 @@ int cmd_network(const cxxopts::ParseResult& a) {
             (options.inner > 1 ? " (inner axis " + std::to_string(options.inner) + ")" : std::string()) + ": " +
             human(c.seconds, "s") + ", bound by the " + c.bound_level + " level (" + human(c.bandwidth, "B/s") +
             "); bisection " + human(c.bisection_bandwidth, "B/s") + " both ways\n  ";
-    Json per_level = Json::array();
     for (size_t i = 0; i < c.levels.size(); ++i) {
       const LevelTime& l = c.levels[i];
       text += (i ? ", " : "") + l.level + " " + std::to_string(l.degree) + "-way " + human(l.seconds, "s");
-      per_level.push_back(Json{{"level", l.level}, {"degree", l.degree}, {"seconds", l.seconds},
-                               {"switch_in_bytes", l.switch_in}, {"switch_out_bytes", l.switch_out}});
     }
     text += "\n" + switch_bytes_line(c);
     json["collective"] = Json{{"op", to_string(op)}, {"bytes", bytes}, {"gpus", gpus}, {"inner", options.inner},
                               {"sharp", options.sharp}, {"seconds", c.seconds}, {"bound_level", c.bound_level},
                               {"bytes_per_second", c.bandwidth}, {"bisection_bytes_per_second", c.bisection_bandwidth},
-                              {"levels", per_level}};
+                              {"levels", levels_json(c)}};
   }
   emit(a, json, text);
   return 0;

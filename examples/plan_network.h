@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -19,6 +20,8 @@ namespace shardlab::plan {
 // bytes through one switch of each level the collective spans and their time at its
 // egress (degree x W_i); empty where the book's accounting counts none (fat_tree.h).
 std::string switch_bytes_line(const cost::GpuCollective& c);
+// The same per level, for --json: [{level, degree, seconds, switch_in_bytes, switch_out_bytes}].
+nlohmann::ordered_json levels_json(const cost::GpuCollective& c);
 
 void add_network_flags(cxxopts::Options& options);
 int cmd_network(const cxxopts::ParseResult& args);
