@@ -74,7 +74,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("experts", "mixture of experts: E experts per MoE block (0: a dense model)", cxxopts::value<int64_t>())
       ("top-k", "MoE: experts per token k (1: Switch; 2+: renormalised gates, as Mixtral)", cxxopts::value<int64_t>())
       ("moe-every", "MoE: every n-th block has experts (blocks n-1, 2n-1, ...)", cxxopts::value<int64_t>())
-      ("capacity-factor", "MoE: slots per expert per sequence = ceil(C T k / E); 0: dropless", cxxopts::value<double>())
+      ("capacity-factor",
+       "MoE: slots per expert per sequence = ceil(C T k / E); 0: dropless (as many as the fullest expert needs)",
+       cxxopts::value<double>())
       ("aux-loss-coef", "MoE: weight of the load-balancing loss", cxxopts::value<double>())
       ("z-loss-coef", "MoE: weight of the router z-loss", cxxopts::value<double>())
       ("remat", "rematerialisation per block: none, full (keep block inputs), save-matmul (also keep every "
