@@ -19,8 +19,8 @@ std::string fixed(double value, const char* format) {
 
 }  // namespace
 
-std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
-  const GpuConditions g = gpu_conditions(c, e, hw, sharp);
+std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  const GpuConditions g = gpu_conditions(c, e, hw);
   std::string text = "  book conditions (gpus.md): " + human(g.tokens_per_gpu, "") + " tokens per GPU; alpha = C/W = " +
                      human(g.alpha_gpu, "") + " in a node (NVLink " + human(hw.ici.bandwidth, "B/s") + "), " +
                      human(g.alpha_node, "") + " past it (node egress " +
@@ -32,7 +32,7 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
             ", " + human(g.tokens_per_gather, "") + " tokens per GPU" +
             (g.tokens_per_gather < g.tokens_per_gpu ? " and gather" : "") + " > C/W_collective = " +
             human(g.batch_critical, "") + ": " + verdict(g.tokens_per_gather > g.batch_critical) +
-            (sharp && !g.batch_sharp ? " (SHARP left out: " +
+            (hw.sharp && !g.batch_sharp ? " (SHARP left out: " +
                                            std::string(e.layout.fsdp * e.layout.sequence > 1
                                                            ? "it reduces pure DP's AllReduce, not FSDP's gathers)"
                                                            : "the group is not whole nodes)")
@@ -71,8 +71,8 @@ std::string book_verdict_line(double comm_to_compute, const StepEstimate& e) {
          ", communication " + human(e.comm_seconds, "s") + ")\n";
 }
 
-Json gpu_conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
-  const GpuConditions g = gpu_conditions(c, e, hw, sharp);
+Json gpu_conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  const GpuConditions g = gpu_conditions(c, e, hw);
   return Json{{"network", "switched"},
               {"node_size", g.node_size},
               {"tokens_per_gpu", g.tokens_per_gpu},

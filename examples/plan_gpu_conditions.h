@@ -3,9 +3,9 @@
 // network: the text lines under "book conditions (gpus.md)" and the `book_conditions`
 // JSON object (docs/plan_json.md).
 //
-// `sharp` (train --sharp): pure DP's AllReduce with in-network reduction.
+// With hw.sharp (train --sharp): pure DP's AllReduce with in-network reduction.
 //
-//   text += plan::gpu_conditions_text(config, estimate, hardware("h100"), false);
+//   text += plan::gpu_conditions_text(config, estimate, hardware("h100"));
 #pragma once
 
 #include <string>
@@ -16,12 +16,12 @@
 namespace shardlab::plan {
 
 std::string gpu_conditions_text(const cost::TrainConfig& config, const cost::StepEstimate& estimate,
-                                const cost::HardwareProfile& hw, bool sharp);
+                                const cost::HardwareProfile& hw);
 // The last line of either chapter's conditions (this and layout_conditions' in
 // plan_train.cpp): the book's T_comms/T_math of the layout (<= 1: compute-bound) beside the
 // cost model's step, compute (with its pipeline bubble) and communication.
 std::string book_verdict_line(double comm_to_compute, const cost::StepEstimate& estimate);
 Json gpu_conditions_json(const cost::TrainConfig& config, const cost::StepEstimate& estimate,
-                         const cost::HardwareProfile& hw, bool sharp);
+                         const cost::HardwareProfile& hw);
 
 }  // namespace shardlab::plan

@@ -51,8 +51,8 @@ Json estimate_json(const StepEstimate& e) {
 // The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
 // and DCN, layout_conditions.h), or on a switched GPU network the GPU chapter's
 // (gpu_conditions.h, plan_gpu_conditions.h).
-Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
-  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw, sharp);
+Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);
   return Json{{"pods", k.pods},
               {"chips_per_pod", k.chips_per_domain},
@@ -82,8 +82,8 @@ Json conditions_json(const TrainConfig& c, const StepEstimate& e, const Hardware
               {"dcn_crossing_hidden", k.dcn_crossing_hidden}};
 }
 
-std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
-  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw, sharp);
+std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);
   auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
   std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
@@ -205,11 +205,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
-  const bool sharp = a.count("sharp") > 0;
-  if (sharp && hw.interconnect != Interconnect::kSwitched)
+  hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
+  if (hw.sharp && hw.interconnect != Interconnect::kSwitched)
     throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
                     "GPU profile (h100, b200, ...) or drop --sharp");
-  hw.sharp = sharp;  // every all_reduce over whole switches, in the conditions and in the step
   if (a.count("layout")) {
     const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
     const StepEstimate e = estimate_train_step(c, l, hw);
@@ -222,9 +221,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
               human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
-    text += conditions_text(c, e, hw, sharp);
+    text += conditions_text(c, e, hw);
     Json json = estimate_json(e);
-    json["book_conditions"] = conditions_json(c, e, hw, sharp);
+    json["book_conditions"] = conditions_json(c, e, hw);
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
       text += run->second;
@@ -284,7 +283,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     Json entry = estimate_json(e.estimate);
     entry.update(Json{{"rank", i + 1},
                       {"verdict", e.verdict},
-                      {"book_conditions", conditions_json(c, e.estimate, hw, sharp)}});
+                      {"book_conditions", conditions_json(c, e.estimate, hw)}});
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
@@ -301,7 +300,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
     const StepEstimate& best = plan.ranked.front().estimate;
-    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw, sharp);
+    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
     if (const auto run = run_of(a, best, c.batch_tokens)) {
       run_json = run->first;
       text += run->second;

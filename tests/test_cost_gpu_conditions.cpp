@@ -24,7 +24,7 @@ GpuConditions conditions(const Layout& layout, double sequences, const char* hw 
   c.model = model, c.batch_tokens = sequences * model.context;
   HardwareProfile profile = hardware(hw);
   profile.sharp = sharp;
-  return gpu_conditions(c, estimate_train_step(c, layout, profile), profile, sharp);
+  return gpu_conditions(c, estimate_train_step(c, layout, profile), profile);
 }
 
 // The step's communication of `layout` for LLaMA-3 70B on H100s, with or without SHARP.

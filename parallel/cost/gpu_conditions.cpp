@@ -17,7 +17,7 @@ CollectiveCost probe(int size, int inner, int chips, const HardwareProfile& hw) 
 
 }  // namespace
 
-GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw, bool sharp) {
+GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
   if (hw.interconnect != Interconnect::kSwitched)
     throw UserError(hw.name + " is a torus: its conditions are layout_conditions (training.md), not the GPU chapter's");
   const Layout& l = e.layout;
@@ -40,7 +40,7 @@ GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const 
     g.batch_bandwidth = g.batch_inner * 1e9 / b.bandwidth_seconds;
     g.batch_path = b.path;
     const int gpus = g.batch * g.batch_inner;
-    g.batch_sharp = sharp && !gathers_per_microbatch &&
+    g.batch_sharp = hw.sharp && !gathers_per_microbatch &&
                     (gpus <= hw.node_size || spans_whole_nodes(CollectiveOp::kAllReduce, g.batch, g.batch_inner, hw));
     if (g.batch_sharp) {
       // The array sharded over the inner GPUs, as fat_tree_axis_collective gives it.

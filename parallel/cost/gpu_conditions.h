@@ -61,9 +61,8 @@ struct GpuConditions {
   bool compute_bound_by_book = false;  // comm_to_compute <= 1
 };
 
-// The conditions of estimate.layout for config on hw, `sharp`: with in-network reduction
-// for pure DP; UserError for a torus (use layout_conditions).
-GpuConditions gpu_conditions(const TrainConfig& config, const StepEstimate& estimate, const HardwareProfile& hw,
-                             bool sharp = false);
+// The conditions of estimate.layout for config on hw (with hw.sharp: in-network reduction
+// for pure DP); UserError for a torus (use layout_conditions).
+GpuConditions gpu_conditions(const TrainConfig& config, const StepEstimate& estimate, const HardwareProfile& hw);
 
 }  // namespace shardlab::cost
