@@ -22,8 +22,8 @@
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/inference.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/inference/prefill_decode.h"
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
 

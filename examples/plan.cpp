@@ -47,12 +47,12 @@
 #include "examples/plan_totals.h"
 #include "examples/plan_train.h"
 #include "framework/error.h"
-#include "parallel/cost/calibrate.h"
-#include "parallel/cost/inference.h"
-#include "parallel/cost/matmul_cases.h"
-#include "parallel/cost/planner.h"
-#include "parallel/cost/sharding.h"
-#include "parallel/cost/totals.h"
+#include "parallel/cost/hardware/calibrate.h"
+#include "parallel/cost/inference/prefill_decode.h"
+#include "parallel/cost/sharding/matmul_cases.h"
+#include "parallel/cost/sharding/sharded_array.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "framework/error.h"
-#include "parallel/cost/multipod.h"
+#include "parallel/cost/network/multipod.h"
 
 namespace shardlab::plan {
 

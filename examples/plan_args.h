@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/roofline.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::plan {
 
@@ -65,7 +65,7 @@ double efficiency_from(const cxxopts::ParseResult& a);
 // hw (chips = pods x pod size; both given: they must agree). UserError on a GPU profile,
 // whose nodes the fat tree prices.
 int chips_or_pods(const cxxopts::ParseResult& a, const cost::HardwareProfile& hw, int64_t chips);
-// Past one pod (pods > 1, multipod.h): "2 pods of 8960 chips joined by DCN (6.25 GB/s per
+// Past one pod (pods > 1, parallel/cost/network/multipod.h): "2 pods of 8960 chips joined by DCN (6.25 GB/s per
 // chip): 1.05 M tokens per pod; pure DP across pods hides under the backward pass above
 // C/W_dcn = 73.4 k per pod" (batch_tokens 0: without the tokens per pod).
 std::string pods_line(const cost::HardwareProfile& hw, int pods, double batch_tokens, cost::DType compute);

@@ -8,8 +8,8 @@
 #include "examples/plan_args.h"
 #include "examples/plan_network.h"
 #include "framework/error.h"
-#include "parallel/cost/collective.h"
-#include "parallel/cost/fat_tree.h"
+#include "parallel/cost/network/collective.h"
+#include "parallel/cost/network/fat_tree.h"
 
 namespace shardlab::plan {
 

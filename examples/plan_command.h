@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "parallel/cost/strategies.h"
+#include "parallel/cost/training/train_step.h"
 
 namespace shardlab::plan {
 

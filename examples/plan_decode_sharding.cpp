@@ -1,7 +1,7 @@
 #include "examples/plan_decode_sharding.h"
 
 #include "framework/error.h"
-#include "parallel/cost/decode_sharding.h"
+#include "parallel/cost/inference/decode_sharding.h"
 
 namespace shardlab::plan {
 

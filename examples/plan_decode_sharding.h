@@ -1,4 +1,4 @@
-// `shardlab-plan serve`'s decode-time sharding sections (parallel/cost/decode_sharding.h):
+// `shardlab-plan serve`'s decode-time sharding sections (parallel/cost/inference/decode_sharding.h):
 // with --expert-shards Z the all-to-alls that route a step's tokens to experts sharded
 // [E_Z, D, F_Y] against the weight load; with --kv-shard batch=Z|sequence=Z the KV cache's
 // memory per chip and its AllToAlls (or AllGather and ReduceScatter) per step. Each appends
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "examples/plan_args.h"
-#include "parallel/cost/roofline.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::plan {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "parallel/cost/gpu_conditions.h"
+#include "parallel/cost/training/gpu_conditions.h"
 
 namespace shardlab::plan {
 namespace {

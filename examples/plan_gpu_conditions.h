@@ -1,5 +1,5 @@
 // The book's GPU conditions of one training layout (chapter "gpus", "Rooflines for LLM
-// Scaling on GPUs"; parallel/cost/gpu_conditions.h) as `train` prints them on a switched
+// Scaling on GPUs"; parallel/cost/training/gpu_conditions.h) as `train` prints them on a switched
 // network: the text lines under "book conditions (gpus.md)" and the `book_conditions`
 // JSON object (docs/plan_json.md).
 //
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "examples/plan_args.h"
-#include "parallel/cost/strategies.h"
+#include "parallel/cost/training/train_step.h"
 
 namespace shardlab::plan {
 

@@ -1,4 +1,4 @@
-// shardlab-plan hw: the hardware profiles (parallel/cost/hardware.h) -- without --hw a
+// shardlab-plan hw: the hardware profiles (parallel/cost/hardware/hardware.h) -- without --hw a
 // one-line list, with --hw one chip's figures (FLOP/s per dtype, HBM, links; any replaced
 // by a flag) and the facts the book tabulates: cores (TensorCores or SMs), clock, VMEM or
 // SMEM and L2, MXU size, vector ALUs, PCIe and DCN, then its pod (TPU) or node (GPU):

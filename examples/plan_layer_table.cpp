@@ -4,7 +4,7 @@
 #include <map>
 
 #include "examples/plan_args.h"
-#include "parallel/cost/layer_ops.h"
+#include "parallel/cost/model/layer_matmuls.h"
 
 namespace shardlab::plan {
 

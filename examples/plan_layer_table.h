@@ -1,5 +1,5 @@
 // shardlab-plan model --per-layer: the chapter "transformers" per-layer table, one row per
-// matmul (parallel/cost/layer_ops.h) with its parameters and training FLOPs per token,
+// matmul (parallel/cost/model/layer_matmuls.h) with its parameters and training FLOPs per token,
 // then each group's sum next to the chapter's closed form and the whole model's
 // FLOPs per token (docs/plan_json.md, `model --per-layer`).
 //
@@ -8,7 +8,7 @@
 
 #include <cxxopts.hpp>
 
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
 
 namespace shardlab::plan {
 

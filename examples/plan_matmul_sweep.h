@@ -9,7 +9,7 @@
 #include <string>
 
 #include "examples/plan_args.h"
-#include "parallel/cost/roofline.h"
+#include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::plan {
 

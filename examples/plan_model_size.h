@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "parallel/cost/inference.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/inference/prefill_decode.h"
+#include "parallel/cost/model/transformer.h"
 
 namespace shardlab::plan {
 

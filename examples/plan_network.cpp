@@ -6,7 +6,7 @@
 
 #include "examples/plan_args.h"
 #include "framework/error.h"
-#include "parallel/cost/fat_tree.h"
+#include "parallel/cost/network/fat_tree.h"
 
 namespace shardlab::plan {
 

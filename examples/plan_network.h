@@ -1,5 +1,5 @@
 // shardlab-plan network: a GPU cluster's network above the NVLink domain (book chapter
-// "gpus"; parallel/cost/fat_tree.h) -- the DGX SuperPod fat tree's levels (degree, link
+// "gpus"; parallel/cost/network/fat_tree.h) -- the DGX SuperPod fat tree's levels (degree, link
 // per child, per-GPU share, collective bandwidth), and a collective over a group of GPUs
 // priced level by level, with an inner model-parallel axis, SHARP and oversubscription.
 //
@@ -12,13 +12,13 @@
 
 #include <string>
 
-#include "parallel/cost/fat_tree.h"
+#include "parallel/cost/network/fat_tree.h"
 
 namespace shardlab::plan {
 
 // "  through one switch: node in 1 GB, out 8 GB (8 x 450 GB/s: 2.22 ms); leaf ...\n": the
 // bytes through one switch of each level the collective spans and their time at its
-// egress (degree x W_i); empty where the book's accounting counts none (fat_tree.h).
+// egress (degree x W_i); empty where the book's accounting counts none (parallel/cost/network/fat_tree.h).
 std::string switch_bytes_line(const cost::GpuCollective& c);
 // The same per level, for --json: [{level, degree, seconds, switch_in_bytes, switch_out_bytes}].
 nlohmann::ordered_json levels_json(const cost::GpuCollective& c);

@@ -5,7 +5,7 @@
 
 #include "examples/plan_args.h"
 #include "framework/error.h"
-#include "parallel/cost/offload.h"
+#include "parallel/cost/hardware/host_offload.h"
 
 namespace shardlab::plan {
 

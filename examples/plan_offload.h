@@ -1,6 +1,6 @@
 // shardlab-plan offload: an array offloaded to the host DRAM of a slice, brought to one chip
 // over DCN + PCIe or over PCIe + ICI and multiplied there (book "tpus", Question 6;
-// parallel/cost/offload.h): each stage's time, the routes pipelined and in sequence.
+// parallel/cost/hardware/host_offload.h): each stage's time, the routes pipelined and in sequence.
 //
 //   shardlab-plan offload --hw tpu-v5e --mesh 4x4 --rows 128K --cols 128K --dtype int8 --batch 8 --to 0,0
 #pragma once

@@ -6,7 +6,7 @@
 
 #include "examples/plan_args.h"
 #include "framework/error.h"
-#include "parallel/cost/op_roofline.h"
+#include "parallel/cost/roofline/ops.h"
 
 namespace shardlab::plan {
 

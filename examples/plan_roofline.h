@@ -3,7 +3,7 @@
 // units' peak (vector_alus x clock), an elementwise op (--vector: on the vector units), a general einsum from its spec and dim
 // sizes, and dot-product attention's intensity at a context length with the context where
 // it turns compute-bound and where its FLOPs overtake the projections'
-// (parallel/cost/op_roofline.h).
+// (parallel/cost/roofline/ops.h).
 //
 //   shardlab-plan roofline --flop-count 1e12 --hw h100     # 1.01 ms
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16

@@ -8,9 +8,9 @@
 #include "examples/plan_decode_sharding.h"
 #include "examples/plan_model_size.h"
 #include "framework/error.h"
-#include "parallel/cost/serving.h"
-#include "parallel/cost/serving_search.h"
-#include "parallel/cost/strategies.h"
+#include "parallel/cost/inference/serving.h"
+#include "parallel/cost/inference/serving_search.h"
+#include "parallel/cost/training/train_step.h"
 
 namespace shardlab::plan {
 

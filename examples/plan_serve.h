@@ -1,5 +1,5 @@
 // shardlab-plan serve: serving a model on a slice (book chapters 7-8, "inference" and
-// "applied-inference"; parallel/cost/serving.h) -- free HBM after the weights and the
+// "applied-inference"; parallel/cost/inference/serving.h) -- free HBM after the weights and the
 // largest batch at a context, decode step and run totals, queries per second, per-chip
 // ICI/HBM/math times of a model-sharded decode matmul and how far sharding can go, the 2D
 // weight-stationary MLP, KV eviction per step, prefix caching and how many prefill servers

@@ -6,8 +6,8 @@
 #include "examples/plan_args.h"
 #include "framework/error.h"
 #include "framework/nn/config.h"
-#include "parallel/cost/multipod.h"
-#include "parallel/cost/totals.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/run_totals.h"
 
 namespace shardlab::plan {
 
@@ -144,7 +144,7 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                    {"fits", t.fits},
                    {"min_chips", t.min_chips},
                    {"largest_pure_dp_params", t.largest_pure_dp_params}});
-  // Past one pod, what train --pods prints of the DCN between them (multipod.h).
+  // Past one pod, what train --pods prints of the DCN between them (parallel/cost/network/multipod.h).
   const int pods = pods_spanned(static_cast<int>(run.chips), hw);
   const double batch = a.count("batch-tokens") ? parse_size(a["batch-tokens"].as<std::string>(), "batch-tokens") : 0;
   json.update(Json{{"pods", pods}, {"tokens_per_pod", pods > 1 && batch > 0 ? Json(batch / pods) : Json(nullptr)},

@@ -14,10 +14,10 @@
 #include "examples/plan_command.h"
 #include "examples/plan_gpu_conditions.h"
 #include "framework/error.h"
-#include "parallel/cost/layout_conditions.h"
-#include "parallel/cost/multipod.h"
-#include "parallel/cost/planner.h"
-#include "parallel/cost/totals.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
+#include "parallel/cost/training/tpu_conditions.h"
 
 namespace shardlab::plan {
 namespace {
@@ -49,8 +49,8 @@ Json estimate_json(const StepEstimate& e) {
 }
 
 // The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
-// and DCN, layout_conditions.h), or on a switched GPU network the GPU chapter's
-// (gpu_conditions.h, plan_gpu_conditions.h).
+// and DCN, parallel/cost/training/tpu_conditions.h), or on a switched GPU network the GPU chapter's
+// (parallel/cost/training/gpu_conditions.h, plan_gpu_conditions.h).
 Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
   if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/training/train_step.h"
 #include "parallel/data_parallel/data_parallel.h"
 
 namespace shardlab::cli {

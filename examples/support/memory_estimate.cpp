@@ -6,8 +6,8 @@
 
 #include "framework/error.h"
 #include "framework/memory.h"
-#include "parallel/cost/activations.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/autograd_activations.h"
+#include "parallel/cost/model/transformer.h"
 
 namespace shardlab::cli {
 namespace {

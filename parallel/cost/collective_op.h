@@ -1,5 +1,5 @@
 // CollectiveOp: which collective. One enum for the cost model, which prices the first four
-// (collective.h), and for the communication layer, which also runs ppermute, send and recv
+// (network/collective.h), and for the communication layer, which also runs ppermute, send and recv
 // (parallel/comm, where it is parallel::CollectiveOp). No MPI here, so the `cost` library
 // compiles it and the planner still runs without MPI.
 //
