@@ -51,6 +51,7 @@
 #include "parallel/cost/inference/prefill_decode.h"
 #include "parallel/cost/sharding/matmul_cases.h"
 #include "parallel/cost/sharding/sharded_array.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 

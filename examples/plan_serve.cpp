@@ -9,7 +9,7 @@
 #include "examples/plan_model_size.h"
 #include "framework/error.h"
 #include "parallel/cost/inference/serving.h"
-#include "parallel/cost/inference/serving_search.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/train_step.h"
 
 namespace shardlab::plan {

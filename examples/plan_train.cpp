@@ -15,6 +15,7 @@
 #include "examples/plan_gpu_conditions.h"
 #include "framework/error.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"

@@ -9,6 +9,7 @@
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"

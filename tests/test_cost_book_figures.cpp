@@ -16,6 +16,7 @@
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/roofline/ops.h"
 #include "parallel/cost/sharding/matmul_cases.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/train_step.h"

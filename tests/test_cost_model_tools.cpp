@@ -13,6 +13,7 @@
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/sharding/sharded_array.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"

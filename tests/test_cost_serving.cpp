@@ -10,7 +10,6 @@
 #include "framework/error.h"
 #include "parallel/cost/inference/decode_sharding.h"
 #include "parallel/cost/inference/serving.h"
-#include "parallel/cost/inference/serving_search.h"
 #include "parallel/cost/network/collective.h"
 #include "tests/book_figure.h"
 

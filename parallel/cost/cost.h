@@ -15,7 +15,8 @@
 //   4  Transformer math     model/transformer.h       shapes, parameters, FLOPs, KV cache, memory
 //                           model/layer_matmuls.h     each matmul of a layer on its own
 //                           model/autograd_activations.h  what shardlab's own autograd keeps
-//   5  training             training/train_step.h     per-axis conditions, one step of a layout
+//   5  training             training/axis_conditions.h  the book's conditions, one axis at a time
+//                           training/train_step.h     a layout and one training step of it
 //                           training/tpu_conditions.h the conditions of a whole layout on tori
 //                           network/multipod.h        pods joined by DCN
 //   6  applied training     training/planner.h        every layout of a chip count, ranked
@@ -23,8 +24,8 @@
 //   7  inference            inference/prefill_decode.h  a prefill and a decode step
 //                           inference/decode_sharding.h expert and KV-cache sharding at decode
 //   8  serving              inference/serving.h       a slice's memory, runs, sharded generation,
-//                                                     eviction, prefix caches, disaggregation
-//                           inference/serving_search.h  the best slice under a latency limit
+//                                                     eviction, prefix caches, disaggregation,
+//                                                     the best slice under a latency limit
 //   12 GPUs                 network/fat_tree.h        NVLink nodes under an InfiniBand fat tree
 //                           training/gpu_conditions.h the conditions of a layout on GPUs
 //
@@ -38,7 +39,6 @@
 #include "parallel/cost/inference/decode_sharding.h"
 #include "parallel/cost/inference/prefill_decode.h"
 #include "parallel/cost/inference/serving.h"
-#include "parallel/cost/inference/serving_search.h"
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/model/layer_matmuls.h"
 #include "parallel/cost/model/transformer.h"
@@ -49,6 +49,7 @@
 #include "parallel/cost/roofline/roofline.h"
 #include "parallel/cost/sharding/matmul_cases.h"
 #include "parallel/cost/sharding/sharded_array.h"
+#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/gpu_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"

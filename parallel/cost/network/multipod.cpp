@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "parallel/cost/training/train_step.h"
+#include "parallel/cost/training/axis_conditions.h"
 
 namespace shardlab::cost {
 namespace {

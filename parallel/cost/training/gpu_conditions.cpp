@@ -5,6 +5,7 @@
 #include "framework/error.h"
 #include "parallel/cost/network/fat_tree.h"
 #include "parallel/cost/roofline/roofline.h"
+#include "parallel/cost/training/axis_conditions.h"
 
 namespace shardlab::cost {
 namespace {

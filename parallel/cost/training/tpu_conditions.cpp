@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
 
 namespace shardlab::cost {
 
