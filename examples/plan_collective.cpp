@@ -71,7 +71,7 @@ int send(const cxxopts::ParseResult& a, const HardwareProfile& hw, double bytes,
 
 int cmd_collective(const cxxopts::ParseResult& a) {
   const HardwareProfile hw = hardware_from(a);
-  const CollectiveOp op = parse_collective_op(a["op"].as<std::string>());
+  const CollectiveOp op = parallel::parse_collective_op(a["op"].as<std::string>());
   const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");
   const std::vector<int> mesh = parse_list(a["mesh"].as<std::string>(), 'x', "mesh");
   if (op == CollectiveOp::kSend) return send(a, hw, bytes, mesh);

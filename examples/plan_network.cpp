@@ -66,7 +66,7 @@ int cmd_network(const cxxopts::ParseResult& a) {
   }
   Json json{{"hw", hw.name}, {"node_egress_bytes_per_second", tree.node_egress}, {"levels", levels}};
   if (a.count("bytes")) {
-    const CollectiveOp op = parse_collective_op(a["op"].as<std::string>());
+    const CollectiveOp op = parallel::parse_collective_op(a["op"].as<std::string>());
     const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");
     const int gpus = wanted > 0 ? wanted : tree.levels.back().gpus();
     const CollectiveOptions options{.inner = a["inner"].as<int>(), .sharp = a.count("sharp") > 0};

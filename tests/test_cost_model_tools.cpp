@@ -72,8 +72,8 @@ TEST_CASE("collectives: identities of the ring model") {
   }
   CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{1, true}, {1, true}}, link).seconds == 0);
   CHECK_THROWS_AS(torus_collective(CollectiveOp::kAllGather, -1, {{4, true}}, link), UserError);
-  CHECK_THROWS_WITH_AS(parse_collective_op("broadcast"), doctest::Contains("all_to_all"), UserError);
-  CHECK(parse_collective_op("AllGather") == CollectiveOp::kAllGather);
+  CHECK_THROWS_WITH_AS(parallel::parse_collective_op("broadcast"), doctest::Contains("all_to_all"), UserError);
+  CHECK(parallel::parse_collective_op("AllGather") == CollectiveOp::kAllGather);
 }
 
 TEST_CASE("GPU collectives over whole nodes: the fat tree's slowest level") {

@@ -36,13 +36,15 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/collective_op.h"
+#include "parallel/collective_op.h"
 #include "parallel/cost/hardware/hardware.h"
 
 namespace shardlab::cost {
 
-// Every function below prices all_gather, reduce_scatter, all_reduce and all_to_all; the
-// point-to-point ops (ppermute, send, recv) throw UserError.
+// Which collective: the runtime's own enum (parallel/collective_op.h). Every function below
+// prices all_gather, reduce_scatter, all_reduce and all_to_all; the point-to-point ops
+// (ppermute, send, recv) throw UserError.
+using parallel::CollectiveOp;
 
 struct CollectiveCost {
   double seconds = 0;            // max(bandwidth_seconds, latency_seconds)

@@ -33,7 +33,6 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/collective_op.h"
 #include "parallel/cost/hardware/hardware.h"
 #include "parallel/cost/network/collective.h"
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/collective_op.h"
 #include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/network/collective.h"
 #include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::cost {

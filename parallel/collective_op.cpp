@@ -1,10 +1,10 @@
-#include "parallel/cost/collective_op.h"
+#include "parallel/collective_op.h"
 
 #include <cctype>
 
 #include "framework/error.h"
 
-namespace shardlab::cost {
+namespace shardlab::parallel {
 namespace {
 
 // "All-Gather" -> "allgather": the spellings a user may type compare equal.
@@ -39,4 +39,4 @@ CollectiveOp parse_collective_op(const std::string& name) {
                   "'; choose one of: all_gather, reduce_scatter, all_reduce, all_to_all, ppermute, send, recv");
 }
 
-}  // namespace shardlab::cost
+}  // namespace shardlab::parallel

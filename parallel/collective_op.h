@@ -1,7 +1,7 @@
-// CollectiveOp: which collective. One enum for the cost model, which prices the first four
-// (network/collective.h), and for the communication layer, which also runs ppermute, send and recv
-// (parallel/comm, where it is parallel::CollectiveOp). No MPI here, so the `cost` library
-// compiles it and the planner still runs without MPI.
+// CollectiveOp: which collective. The runtime's communication layer runs all seven
+// (parallel/comm/collectives.h); the cost model prices the first four
+// (parallel/cost/network/collective.h). Neither owns it: it sits here, without MPI, and the
+// `cost` library compiles it so that the planner still runs without MPI.
 //
 //   CollectiveOp op = parse_collective_op("all-gather");  // kAllGather; UserError if unknown
 //   std::string s = to_string(CollectiveOp::kAllReduce);  // "all_reduce"
@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace shardlab::cost {
+namespace shardlab::parallel {
 
 enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kPermute, kSend, kRecv };
 
@@ -20,4 +20,4 @@ std::string to_string(CollectiveOp op);
 // throws UserError listing the known names.
 CollectiveOp parse_collective_op(const std::string& name);
 
-}  // namespace shardlab::cost
+}  // namespace shardlab::parallel
