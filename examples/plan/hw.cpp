@@ -1,9 +1,9 @@
-#include "examples/plan_hw.h"
+#include "examples/plan/hw.h"
 
 #include <cstdio>
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 
 namespace shardlab::plan {
 

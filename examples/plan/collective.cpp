@@ -1,12 +1,12 @@
-#include "examples/plan_collective.h"
+#include "examples/plan/collective.h"
 
 #include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "examples/plan_args.h"
-#include "examples/plan_network.h"
+#include "examples/plan/args.h"
+#include "examples/plan/network.h"
 #include "framework/error.h"
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/network/fat_tree.h"

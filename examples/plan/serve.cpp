@@ -1,12 +1,12 @@
-#include "examples/plan_serve.h"
+#include "examples/plan/serve.h"
 
 #include <algorithm>
 #include <optional>
 #include <string>
 
-#include "examples/plan_args.h"
-#include "examples/plan_decode_sharding.h"
-#include "examples/plan_model_size.h"
+#include "examples/plan/args.h"
+#include "examples/plan/decode_sharding.h"
+#include "examples/plan/model_size.h"
 #include "framework/error.h"
 #include "parallel/cost/inference/serving.h"
 #include "parallel/cost/training/axis_conditions.h"

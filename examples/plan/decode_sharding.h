@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/roofline/roofline.h"
 

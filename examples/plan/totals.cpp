@@ -1,9 +1,9 @@
-#include "examples/plan_totals.h"
+#include "examples/plan/totals.h"
 
 #include <optional>
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "framework/error.h"
 #include "framework/nn/config.h"
 #include "parallel/cost/network/multipod.h"

@@ -5,7 +5,7 @@
 // weight-stationary MLP, KV eviction per step, prefix caching and how many prefill servers
 // each decode server needs (or how many of each a traffic needs); with --expert-shards or
 // --kv-shard, the decode-time collectives of experts or KV caches sharded over a second
-// axis (examples/plan_decode_sharding.h).
+// axis (examples/plan/decode_sharding.h).
 //
 // The model is a preset or dimensions (--model, --layers ...), or bare sizes:
 //   shardlab-plan serve --hw tpu-v5e --chips 16 --params 30e9 --weights int8 --kv-bytes-per-token 100e3 --context 8192 --batch 4

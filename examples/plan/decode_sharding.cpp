@@ -1,4 +1,4 @@
-#include "examples/plan_decode_sharding.h"
+#include "examples/plan/decode_sharding.h"
 
 #include "framework/error.h"
 #include "parallel/cost/inference/decode_sharding.h"

@@ -1,7 +1,7 @@
 // Models given by a bare size instead of a shape (book transformers.md, inference.md): a
 // parameter count (--params, or --param-bytes in the weights' dtype) with the KV cache's
 // bytes per token, as `serve` and `infer` take them, and the shape `train` derives from a
-// parameter count and a width (model_from in plan_args.h: the layer count follows).
+// parameter count and a width (model_from in examples/plan/args.h: the layer count follows).
 //
 //   add_model_flags(o); add_model_size_flags(o);
 //   const ServedSizes s = served_from(args, DType::kInt8);  // s.model, s.context, s.shape?

@@ -1,10 +1,10 @@
-#include "examples/plan_roofline.h"
+#include "examples/plan/roofline.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "framework/error.h"
 #include "parallel/cost/roofline/ops.h"
 

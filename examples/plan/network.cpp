@@ -1,10 +1,10 @@
-#include "examples/plan_network.h"
+#include "examples/plan/network.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "framework/error.h"
 #include "parallel/cost/network/fat_tree.h"
 

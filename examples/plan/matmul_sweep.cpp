@@ -1,4 +1,4 @@
-#include "examples/plan_matmul_sweep.h"
+#include "examples/plan/matmul_sweep.h"
 
 #include <cstdio>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "examples/plan_train.h"
+#include "examples/plan/train.h"
 
 #include <sys/wait.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "examples/plan_args.h"
-#include "examples/plan_command.h"
-#include "examples/plan_gpu_conditions.h"
+#include "examples/plan/args.h"
+#include "examples/plan/command.h"
+#include "examples/plan/gpu_conditions.h"
 #include "framework/error.h"
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/training/axis_conditions.h"
@@ -51,7 +51,7 @@ Json estimate_json(const StepEstimate& e) {
 
 // The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
 // and DCN, parallel/cost/training/tpu_conditions.h), or on a switched GPU network the GPU chapter's
-// (parallel/cost/training/gpu_conditions.h, plan_gpu_conditions.h).
+// (parallel/cost/training/gpu_conditions.h, examples/plan/gpu_conditions.h).
 Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
   if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
   const LayoutConditions k = layout_conditions(c, e, hw);

@@ -1,4 +1,4 @@
-// plan_args: what shardlab-plan's subcommands share -- list flags (sizes: parse_size in
+// args: what shardlab-plan's subcommands share -- list flags (sizes: parse_size in
 // framework/error.h), the model
 // flags, human-readable numbers, and the JSON forms of profiles and rooflines.
 #pragma once

@@ -1,4 +1,4 @@
-#include "examples/plan_gpu_conditions.h"
+#include "examples/plan/gpu_conditions.h"
 
 #include <cstdio>
 

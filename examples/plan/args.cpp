@@ -1,4 +1,4 @@
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 
 #include <algorithm>
 #include <cmath>

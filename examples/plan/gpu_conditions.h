@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "parallel/cost/training/train_step.h"
 
 namespace shardlab::plan {
@@ -18,7 +18,7 @@ namespace shardlab::plan {
 std::string gpu_conditions_text(const cost::TrainConfig& config, const cost::StepEstimate& estimate,
                                 const cost::HardwareProfile& hw);
 // The last line of either chapter's conditions (this and layout_conditions' in
-// plan_train.cpp): the book's T_comms/T_math of the layout (<= 1: compute-bound) beside the
+// examples/plan/train.cpp): the book's T_comms/T_math of the layout (<= 1: compute-bound) beside the
 // cost model's step, compute (with its pipeline bubble) and communication.
 std::string book_verdict_line(double comm_to_compute, const cost::StepEstimate& estimate);
 Json gpu_conditions_json(const cost::TrainConfig& config, const cost::StepEstimate& estimate,

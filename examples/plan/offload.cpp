@@ -1,9 +1,9 @@
-#include "examples/plan_offload.h"
+#include "examples/plan/offload.h"
 
 #include <string>
 #include <vector>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "framework/error.h"
 #include "parallel/cost/hardware/host_offload.h"
 

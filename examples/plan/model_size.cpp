@@ -1,6 +1,6 @@
-#include "examples/plan_model_size.h"
+#include "examples/plan/model_size.h"
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "framework/error.h"
 
 namespace shardlab::plan {

@@ -1,9 +1,9 @@
-#include "examples/plan_layer_table.h"
+#include "examples/plan/layer_table.h"
 
 #include <cstdio>
 #include <map>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "parallel/cost/model/layer_matmuls.h"
 
 namespace shardlab::plan {

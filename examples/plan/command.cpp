@@ -1,4 +1,4 @@
-#include "examples/plan_command.h"
+#include "examples/plan/command.h"
 
 #include <cmath>
 #include <filesystem>

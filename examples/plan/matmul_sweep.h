@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "examples/plan_args.h"
+#include "examples/plan/args.h"
 #include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::plan {
