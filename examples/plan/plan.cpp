@@ -142,21 +142,21 @@ int model_from_params(const cxxopts::ParseResult& a) {
   if (!(n > 0)) throw UserError("--params must be > 0, got " + a["params"].as<std::string>());
   const double state = state_preset("bf16-adam").per_param();
   Json json{{"params", n},
-            {"train_flops_per_token", 6 * n},
+            {"train_flops_per_token", train_flops(n, 1)},
             {"forward_flops_per_token", 2 * n},
             {"weight_bytes_bf16", 2 * n},
             {"weight_bytes_int8", n},
             {"training_state_bytes_per_param", state},
             {"training_state_bytes", state * n}};
   std::string text = human(n, "") + " params (no shape: attention FLOPs, activations and KV cache need --model)\n" +
-                     "  training " + human(6 * n, "FLOP") + "/token (6N), forward " + human(2 * n, "FLOP") +
+                     "  training " + human(train_flops(n, 1), "FLOP") + "/token (6N), forward " + human(2 * n, "FLOP") +
                      "/token (2N)\n  weights " + human(2 * n, "B") + " in bf16, " + human(n, "B") +
                      " in int8; training state " + human(state * n, "B") + " (" + human(state, "B") +
                      "/param: bf16 params, fp32 Adam)\n";
   if (const auto batch = batch_text(a, "tokens")) {
     const double tokens = parse_size(*batch, "batch");
-    json.update(Json{{"batch_tokens", tokens}, {"train_flops_per_step", 6 * n * tokens}});
-    text += "  a step of " + human(tokens, "tokens") + ": " + scientific(6 * n * tokens, "FLOP") + "\n";
+    json.update(Json{{"batch_tokens", tokens}, {"train_flops_per_step", train_flops(n, tokens)}});
+    text += "  a step of " + human(tokens, "tokens") + ": " + scientific(train_flops(n, tokens), "FLOP") + "\n";
   }
   emit(a, json, text);
   return 0;
@@ -185,7 +185,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
   std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
                      ", mlp " + human(p.mlp, "") + ", embeddings " + human(p.embedding + p.unembedding, "") +
                      ", active " + human(p.active, "") + ")\n  training " +
-                     human(train_flops_per_token(s, remat), "FLOP") + "/token (6N = " + human(6 * p.matmul, "FLOP") +
+                     human(train_flops_per_token(s, remat), "FLOP") + "/token (6N = " + human(train_flops(p.matmul, 1), "FLOP") +
                      " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
                      human(attention_crossover_context(s), "") + ")\n  KV cache " +
                      human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";

@@ -17,6 +17,7 @@
 //                           model/autograd_activations.h  what shardlab's own autograd keeps
 //   5  training             training/axis_conditions.h  the book's conditions, one axis at a time
 //                           training/train_step.h     a layout and one training step of it
+//                           training/zero_memory.h    one rank's state under ZeRO stages 0-3
 //                           training/tpu_conditions.h the conditions of a whole layout on tori
 //                           network/multipod.h        pods joined by DCN
 //   6  applied training     training/planner.h        every layout of a chip count, ranked
@@ -55,3 +56,4 @@
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"
 #include "parallel/cost/training/train_step.h"
+#include "parallel/cost/training/zero_memory.h"

@@ -9,6 +9,7 @@
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/network/fat_tree.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/zero_memory.h"
 
 namespace shardlab::cost {
 
@@ -102,8 +103,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const double shard_length = std::ceil(static_cast<double>(m.context) / sp);
   const double padded_batch = c.batch_tokens / static_cast<double>(m.context) * shard_length * sp;
   const double tokens_per_replica = padded_batch / replicas;  // all sequence shards of a replica
-  const double expert_params = p.experts;
-  const double dense_params = p.total - expert_params;
+  const double dense_params = p.total - p.experts;
   const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
   const double act_bytes = bytes_of(c.precision.activations);
 
@@ -125,8 +125,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
     s.comms.push_back({axis.name, what, op, bytes, count, count * one.seconds, one.path});
   };
 
-  // Parameters held by one chip of a (tensor x pipe [x expert]) model-parallel group.
-  const double model_shard = dense_params / (t * pp) + expert_params / (t * pp * e);
+  const double model_shard = model_shard_params(p, t, pp, e);
   const int per_microbatch = static_cast<int>(mb);
   add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
       2 * per_microbatch);
@@ -179,11 +178,12 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.step_seconds = std::max(s.compute_seconds, s.comm_seconds);
   s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
 
-  const double state_shard = model_shard / f;
-  const double fsdp_buffer = f > 1 ? 2 * model_shard / layers_per_stage : 0;  // 2 layers gathered
-  s.memory.params = param_bytes * (state_shard + fsdp_buffer);
-  s.memory.grads = grad_bytes * state_shard;
-  s.memory.optimizer = c.precision.optimizer_bytes * state_shard;
+  // The fsdp x sequence group is ZeRO-3: every piece of the state shards over it, the
+  // gradients too while microbatches accumulate (each reduce_scatters its own).
+  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, f, false, layers_per_stage);
+  s.memory.params = param_bytes * (share.params + share.gathered);
+  s.memory.grads = grad_bytes * share.grads;
+  s.memory.optimizer = c.precision.optimizer_bytes * share.optimizer;
   const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
     const ActivationBytes a = shardlab_activation_bytes(
