@@ -68,32 +68,32 @@ int train(int argc, char** argv) {
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
   const parallel::StepPlan plan = cli::plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
-  auto dp = parallel::parallelize(model, mesh, run.parallel());
+  const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, run.parallel());
   // Built outside the strategy, over the parameter elements this rank updates.
-  const auto optimizer = optim::make_optimizer(run.optimizer_config(), dp->parameters());
+  const auto optimizer = optim::make_optimizer(run.optimizer_config(), parallel_model.parameters());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   cli::TrainState state;
   const std::string resume = run.resume.empty() ? "" : cli::resolve_resume(run.resume, run.ckpt_dir);
   if (!resume.empty()) {
-    state = cli::load_checkpoint(resume, dp, *optimizer, run.model);
+    state = cli::load_checkpoint(resume, parallel_model, *optimizer, run.model);
     if (state.step >= run.steps) {
       throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +
                       std::to_string(run.steps) + "; raise --steps to train further");
     }
     loader.set_position(state.data_position);
   }
-  cli::RunReport report(run, mesh, dp, data, plan);  // prints on rank 0 only
+  cli::RunReport report(run, mesh, parallel_model, data, plan);  // prints on rank 0 only
   if (!resume.empty()) report.resumed(resume, state.step);
   cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   if (run.save_step0 && resume.empty()) {
-    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, dp, *optimizer, state, run);
+    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, parallel_model, *optimizer, state, run);
     report.saved(cli::checkpoint_path(run.ckpt_dir, 0));
   }
   const int64_t first_step = state.step;
   for (int64_t step = state.step; step < run.steps; ++step) {
     const auto t0 = Clock::now();
-    const double comm0 = dp->exposed_comm_seconds();
+    const double comm0 = parallel_model.exposed_comm_seconds();
     const data::Batch batch = loader.next();  // this rank's rows of the global batch
     const float lr = schedule.lr(step);
     // --dump-grads: the first step's final gradients, saved before the update changes the
@@ -101,37 +101,37 @@ int train(int argc, char** argv) {
     double dump_seconds = 0;
     const auto dump_gradients = [&] {
       const auto d0 = Clock::now();
-      optim::GradientRecord record(dp->parameters());
+      optim::GradientRecord record(parallel_model.parameters());
       record.step(0.0f);
-      cli::save_checkpoint(run.dump_grads, mesh, dp, record, {step, loader.position()}, run);
+      cli::save_checkpoint(run.dump_grads, mesh, parallel_model, record, {step, loader.position()}, run);
       report.wrote_gradients(run.dump_grads);
       dump_seconds = seconds_since(d0);
     };
     // forward, backward (gradients sync in the last microbatch), finish, clip, step
     const parallel::StepResult r =
-        parallel::train_step(model, dp, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
+        parallel::train_step(model, parallel_model, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
                              step == first_step && !run.dump_grads.empty() ? dump_gradients : std::function<void()>{});
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
     const double seconds = seconds_since(t0) - dump_seconds;
     if (run.model.experts > 0) report.moe(r.moe);
-    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, dp->exposed_comm_seconds() - comm0,
+    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, parallel_model.exposed_comm_seconds() - comm0,
                 metrics);
     if (step == first_step) mesh.context().watchdog.set_timeout(run.watchdog_timeout(seconds));
 
     const bool last = state.step == run.steps;
     if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {
-      dp.gather_full_params();
+      parallel_model.gather_full_params();
       report.eval(state.step, cli::evaluate(model, data, run), metrics);
-      dp.release_full_params();
+      parallel_model.release_full_params();
     }
     // The step's row is on disk before its checkpoint: a job killed in between resumes from
     // the previous checkpoint and rewrites the row, one killed after has both.
     metrics.flush_row();
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
       const std::string path = cli::checkpoint_path(run.ckpt_dir, state.step);
-      cli::save_checkpoint(path, mesh, dp, *optimizer, state, run);
+      cli::save_checkpoint(path, mesh, parallel_model, *optimizer, state, run);
       report.saved(path);
     }
   }

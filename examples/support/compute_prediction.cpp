@@ -6,7 +6,7 @@
 #include "parallel/comm/comm_context.h"
 #include "parallel/cost/strategies.h"
 #include "parallel/cost/transformer.h"
-#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/data_parallel/gradient_sync.h"
 
 namespace shardlab::cli {
 namespace {

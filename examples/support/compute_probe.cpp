@@ -15,7 +15,7 @@
 #include "framework/rng.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/collectives.h"
-#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/data_parallel/gradient_sync.h"
 #include "parallel/tensor/tensor_parallel.h"
 
 namespace shardlab::cli {

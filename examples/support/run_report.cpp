@@ -57,7 +57,7 @@ double active_parameters(const nn::ModelConfig& config) {
 
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
                      const DataSource& data, const parallel::StepPlan& plan)
-    : run_(run), mesh_(mesh), pipeline_(parallel.pipeline.get()) {
+    : run_(run), mesh_(mesh), pipeline_(parallel.pipeline()) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data_axes_ = axes.all->name();
   float peak = static_cast<float>(measure_peak_flops(omp_get_max_threads()));
@@ -128,7 +128,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   }
   std::printf("\n");
   std::printf("data    %s\n", data.train->describe().c_str());
-  std::printf("layout  mesh %s | %s", mesh.describe().c_str(), parallel->describe().c_str());
+  std::printf("layout  mesh %s | %s", mesh.describe().c_str(), parallel.describe().c_str());
   if (pipeline_) {
     std::printf(" | %s, bubble %.1f%% by the schedule", pipeline_->describe().c_str(),
                 100.0 * pipeline_->predicted_bubble());

@@ -12,6 +12,7 @@
 
 #include "examples/support/run_config.h"
 #include "framework/nn/module.h"
+#include "parallel/checkpoint/distributed_checkpoint.h"
 #include "parallel/parallelize.h"
 
 namespace shardlab::cli {
