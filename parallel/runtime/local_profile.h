@@ -9,17 +9,17 @@
 // measures its own. Every prediction is then on a measured profile: never "not calibrated".
 //
 //   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
-//   cli::ensure_local_profile(mesh, stdout);
+//   runtime::ensure_local_profile(mesh, stdout);
 #pragma once
 
 #include <cstdio>
 
 #include "parallel/comm/mesh.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 // Collective over the mesh. Says on `out` (rank 0) why it measured, what, and where it
 // cached the result; says nothing when the cached profile holds.
 void ensure_local_profile(const parallel::Mesh& mesh, std::FILE* out);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -1,9 +1,9 @@
-#include "examples/support/evaluate.h"
+#include "parallel/runtime/evaluate.h"
 
-#include "examples/support/sampling.h"
+#include "parallel/runtime/sampling.h"
 #include "framework/autograd.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 EvalResult evaluate(const nn::Transformer& model, const DataSource& data, const RunConfig& run) {
   NoGradGuard no_grad;
@@ -23,4 +23,4 @@ EvalResult evaluate(const nn::Transformer& model, const DataSource& data, const 
   return r;
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -2,10 +2,10 @@
 // metric (exact-match accuracy of arithmetic answers) where the data has one.
 #pragma once
 
-#include "examples/support/data_source.h"
+#include "parallel/runtime/data_source.h"
 #include "framework/nn/transformer.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct EvalResult {
   double loss = 0.0;
@@ -14,4 +14,4 @@ struct EvalResult {
 
 EvalResult evaluate(const nn::Transformer& model, const DataSource& data, const RunConfig& run);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

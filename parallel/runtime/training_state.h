@@ -10,12 +10,12 @@
 #include <memory>
 #include <string>
 
-#include "examples/support/run_config.h"
+#include "parallel/runtime/run_config.h"
 #include "framework/nn/module.h"
 #include "parallel/checkpoint/distributed_checkpoint.h"
 #include "parallel/parallelize.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct TrainState {
   int64_t step = 0;           // optimizer steps completed
@@ -50,4 +50,4 @@ nn::ModelConfig checkpoint_model_config(const std::string& path);
 void load_weights(const std::string& path, nn::Module& model, const nn::ModelConfig& expected,
                   std::shared_ptr<const parallel::ModelShards> shards = nullptr);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -2,7 +2,7 @@
 // and prefilled once, then each step decodes one token of every row through the cache.
 //
 //   SampleTiming t;
-//   auto outs = cli::sample(model, {prompt_a, prompt_b}, {.max_new = 32}, &t);
+//   auto outs = runtime::sample(model, {prompt_a, prompt_b}, {.max_new = 32}, &t);
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "framework/nn/transformer.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct SampleOptions {
   int max_new = 64;
@@ -42,4 +42,4 @@ struct SampleTiming {
 std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::vector<std::vector<int>>& prompts,
                                      const SampleOptions& options, SampleTiming* timing = nullptr);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -5,12 +5,12 @@
 // (--link-profile, --link-scale) and the predicted step (docs/usage.md, "Dry run").
 #pragma once
 
-#include "examples/support/run_config.h"
+#include "parallel/runtime/run_config.h"
 #include "framework/nn/transformer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 // The collectives of one train_gpt step: the layout's (plan_data_parallel_step) and the
 // loss all_reduce. The model may be deferred.
@@ -19,4 +19,4 @@ parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& m
 // Collective; throws UserError on every rank if the ranks' plans disagree.
 void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

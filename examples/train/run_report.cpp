@@ -1,8 +1,8 @@
-#include "examples/support/run_report.h"
+#include "examples/train/run_report.h"
 
-#include "examples/support/compute_prediction.h"
-#include "examples/support/compute_probe.h"
-#include "examples/support/memory_estimate.h"
+#include "parallel/runtime/compute_prediction.h"
+#include "parallel/runtime/compute_probe.h"
+#include "parallel/runtime/memory_estimate.h"
 
 #include <omp.h>
 
@@ -20,6 +20,9 @@
 #include "parallel/cost/strategies.h"
 
 namespace shardlab::cli {
+
+using namespace runtime;  // the runtime whose run this reports
+
 namespace {
 
 void print_memory(const char* when) {

@@ -1,4 +1,4 @@
-#include "examples/support/compute_probe.h"
+#include "parallel/runtime/compute_probe.h"
 
 #include <omp.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "examples/support/metrics.h"
+#include "parallel/runtime/metrics.h"
 #include "framework/nn/module.h"
 #include "framework/nn/transformer.h"
 #include "framework/rng.h"
@@ -18,7 +18,7 @@
 #include "parallel/data_parallel/gradient_sync.h"
 #include "parallel/tensor/tensor_parallel.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 constexpr int kRepeats = 7;          // the median of seven, after one warm-up pass
@@ -115,4 +115,4 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   return probe;
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

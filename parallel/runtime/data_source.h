@@ -8,11 +8,11 @@
 #include <memory>
 #include <optional>
 
-#include "examples/support/run_config.h"
+#include "parallel/runtime/run_config.h"
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct DataSource {
   std::shared_ptr<const data::Dataset> train, heldout;
@@ -22,4 +22,4 @@ struct DataSource {
 // UserError when the file is missing or bad, or its tokens do not fit the model's vocab.
 DataSource open_data(const RunConfig& run);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -1,4 +1,4 @@
-#include "examples/support/local_profile.h"
+#include "parallel/runtime/local_profile.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include "parallel/cost/calibrate.h"
 #include "parallel/cost/hardware.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 // Why the cached profile cannot be used, or nullopt when it can (then it is installed).
@@ -60,4 +60,4 @@ void ensure_local_profile(const parallel::Mesh& mesh, std::FILE* out) {
   if (mesh.rank() != 0 && cached_profile_problem(path, fingerprint)) measure(fingerprint);
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

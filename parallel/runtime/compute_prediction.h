@@ -13,16 +13,16 @@
 //   const double seconds = predict_compute_seconds(run, mesh, &probe, pipeline);
 #pragma once
 
-#include "examples/support/compute_probe.h"
-#include "examples/support/run_config.h"
+#include "parallel/runtime/compute_probe.h"
+#include "parallel/runtime/run_config.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/pipeline/pipeline.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 // Seconds of compute in one training step of `run` on `mesh`. Communication is predicted
 // from the layout's own plan instead (step_plan.h).
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, const ComputeProbe* probe = nullptr,
                                const parallel::PipelineParallel* pipeline = nullptr);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "examples/support/data_source.h"
-#include "examples/support/evaluate.h"
-#include "examples/support/metrics.h"
-#include "examples/support/run_config.h"
+#include "parallel/runtime/data_source.h"
+#include "parallel/runtime/evaluate.h"
+#include "parallel/runtime/metrics.h"
+#include "parallel/runtime/run_config.h"
 #include "framework/nn/transformer.h"
 #include "parallel/parallelize.h"
 #include "parallel/comm/mesh.h"
@@ -31,15 +31,15 @@ class RunReport {
  public:
   // Collective: measures the peak on every rank. `plan` is the step's collectives
   // (plan_train_step), whose predicted times on the mesh's links it prints.
-  RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
-            const DataSource& data, const parallel::StepPlan& plan);
+  RunReport(const runtime::RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
+            const runtime::DataSource& data, const parallel::StepPlan& plan);
 
   // Collective over the mesh, before step(): the MoE layers' statistics of this rank,
   // summed over every rank for the step's line and JSONL row.
   void moe(const nn::MoeStats& mine);
   void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
-            MetricsLog& metrics);
-  void eval(int64_t step, const EvalResult& result, MetricsLog& metrics);
+            runtime::MetricsLog& metrics);
+  void eval(int64_t step, const runtime::EvalResult& result, runtime::MetricsLog& metrics);
   void saved(const std::string& path);
   void resumed(const std::string& path, int64_t step);
   void wrote_trace(const std::string& path);
@@ -63,7 +63,7 @@ class RunReport {
   const parallel::GroupTotals* totals_of(const std::string& group) const;  // the trace's, or nullptr
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
-  const RunConfig& run_;
+  const runtime::RunConfig& run_;
   const parallel::Mesh& mesh_;
   const parallel::PipelineParallel* pipeline_;
   std::string data_axes_;

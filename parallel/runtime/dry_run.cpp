@@ -1,19 +1,18 @@
-#include "examples/support/dry_run.h"
+#include "parallel/runtime/dry_run.h"
 
 #include <algorithm>
 #include <optional>
 #include <cstdio>
 #include <string>
 
-#include "examples/support/compute_prediction.h"
-#include "examples/support/memory_estimate.h"
-#include "examples/support/metrics.h"
-#include "examples/support/run_report.h"
+#include "parallel/runtime/compute_prediction.h"
+#include "parallel/runtime/memory_estimate.h"
+#include "parallel/runtime/metrics.h"
 #include "parallel/cost/hardware.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/parallelize.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 parallel::StepPlan plan_train_step(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& model) {
   parallel::StepPlan plan = parallel::plan_step(model, mesh, run.parallel(),
@@ -71,4 +70,4 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
   std::printf("\n");
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -12,14 +12,8 @@
 #include <functional>
 #include <memory>
 
-#include "examples/support/data_source.h"
-#include "examples/support/dry_run.h"
-#include "examples/support/evaluate.h"
-#include "examples/support/memory_estimate.h"
-#include "examples/support/local_profile.h"
-#include "examples/support/metrics.h"
-#include "examples/support/run_report.h"
-#include "examples/support/training_state.h"
+#include "examples/train/run_flags.h"
+#include "examples/train/run_report.h"
 #include "framework/error.h"
 #include "optim/gradient_record.h"
 #include "optim/schedule.h"
@@ -27,6 +21,13 @@
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/link_emulation.h"
+#include "parallel/runtime/data_source.h"
+#include "parallel/runtime/dry_run.h"
+#include "parallel/runtime/evaluate.h"
+#include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/memory_estimate.h"
+#include "parallel/runtime/metrics.h"
+#include "parallel/runtime/training_state.h"
 #include "parallel/train_step.h"
 
 using namespace shardlab;
@@ -37,7 +38,7 @@ namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int train(int argc, char** argv) {
-  const cli::RunConfig run = cli::parse_run_config(argc, argv);
+  const runtime::RunConfig run = cli::parse_run_config(argc, argv);
   if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
   if (run.threads > 0) omp_set_num_threads(run.threads);
   // The first collective: ranks started with different flags stop here, not in a hang.
@@ -46,16 +47,16 @@ int train(int argc, char** argv) {
   // Every rank validates the same layout against the model and batch before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
   layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
-  if (!run.dry_run) cli::check_fits_in_memory(run, layout);
+  if (!run.dry_run) runtime::check_fits_in_memory(run, layout);
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
-  if (!run.dry_run) cli::prepare_output_paths(run, mesh.rank() == 0);
-  cli::ensure_local_profile(mesh, stdout);  // predictions need this machine measured
+  if (!run.dry_run) runtime::prepare_output_paths(run, mesh.rank() == 0);
+  runtime::ensure_local_profile(mesh, stdout);  // predictions need this machine measured
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));
   mesh.context().trace.set_recording(!run.trace.empty());
   if (!run.trace.empty()) mesh.context().trace.align_clocks(mesh.comm());  // hosts' clocks differ
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
-  const cli::DataSource data = cli::open_data(run);
+  const runtime::DataSource data = runtime::open_data(run);
   data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());
   // Built without storage; the layout allocates and initialises what each rank keeps
   // (ZeRO-3: only its slice), from the same seed whatever the layout.
@@ -64,18 +65,18 @@ int train(int argc, char** argv) {
     return std::make_unique<nn::Transformer>(run.model);
   }();
   nn::Transformer& model = *owned;
-  if (run.dry_run) return cli::dry_run(run, mesh, model), 0;
+  if (run.dry_run) return runtime::dry_run(run, mesh, model), 0;
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
-  const parallel::StepPlan plan = cli::plan_train_step(run, mesh, model);
+  const parallel::StepPlan plan = runtime::plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
   const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, run.parallel());
   // Built outside the strategy, over the parameter elements this rank updates.
   const auto optimizer = optim::make_optimizer(run.optimizer_config(), parallel_model.parameters());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
-  cli::TrainState state;
-  const std::string resume = run.resume.empty() ? "" : cli::resolve_resume(run.resume, run.ckpt_dir);
+  runtime::TrainState state;
+  const std::string resume = run.resume.empty() ? "" : runtime::resolve_resume(run.resume, run.ckpt_dir);
   if (!resume.empty()) {
-    state = cli::load_checkpoint(resume, parallel_model, *optimizer, run.model);
+    state = runtime::load_checkpoint(resume, parallel_model, *optimizer, run.model);
     if (state.step >= run.steps) {
       throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +
                       std::to_string(run.steps) + "; raise --steps to train further");
@@ -84,11 +85,11 @@ int train(int argc, char** argv) {
   }
   cli::RunReport report(run, mesh, parallel_model, data, plan);  // prints on rank 0 only
   if (!resume.empty()) report.resumed(resume, state.step);
-  cli::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
+  runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   if (run.save_step0 && resume.empty()) {
-    cli::save_checkpoint(cli::checkpoint_path(run.ckpt_dir, 0), mesh, parallel_model, *optimizer, state, run);
-    report.saved(cli::checkpoint_path(run.ckpt_dir, 0));
+    runtime::save_checkpoint(runtime::checkpoint_path(run.ckpt_dir, 0), mesh, parallel_model, *optimizer, state, run);
+    report.saved(runtime::checkpoint_path(run.ckpt_dir, 0));
   }
   const int64_t first_step = state.step;
   for (int64_t step = state.step; step < run.steps; ++step) {
@@ -103,7 +104,7 @@ int train(int argc, char** argv) {
       const auto d0 = Clock::now();
       optim::GradientRecord record(parallel_model.parameters());
       record.step(0.0f);
-      cli::save_checkpoint(run.dump_grads, mesh, parallel_model, record, {step, loader.position()}, run);
+      runtime::save_checkpoint(run.dump_grads, mesh, parallel_model, record, {step, loader.position()}, run);
       report.wrote_gradients(run.dump_grads);
       dump_seconds = seconds_since(d0);
     };
@@ -123,15 +124,15 @@ int train(int argc, char** argv) {
     const bool last = state.step == run.steps;
     if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {
       parallel_model.gather_full_params();
-      report.eval(state.step, cli::evaluate(model, data, run), metrics);
+      report.eval(state.step, runtime::evaluate(model, data, run), metrics);
       parallel_model.release_full_params();
     }
     // The step's row is on disk before its checkpoint: a job killed in between resumes from
     // the previous checkpoint and rewrites the row, one killed after has both.
     metrics.flush_row();
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
-      const std::string path = cli::checkpoint_path(run.ckpt_dir, state.step);
-      cli::save_checkpoint(path, mesh, parallel_model, *optimizer, state, run);
+      const std::string path = runtime::checkpoint_path(run.ckpt_dir, state.step);
+      runtime::save_checkpoint(path, mesh, parallel_model, *optimizer, state, run);
       report.saved(path);
     }
   }

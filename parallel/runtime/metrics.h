@@ -13,7 +13,7 @@
 
 #include "framework/nn/config.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 // Model FLOPs per token of training at sequence length `seq_len`: the cost model's
 // train_flops_per_token (parallel/cost/transformer.h) counting weight matrices only, no
@@ -44,4 +44,4 @@ class MetricsLog {
 
 std::string format_duration(double seconds);  // "1m23s"
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -28,10 +28,10 @@
 
 #include <string>
 
-#include "examples/support/run_config.h"
+#include "parallel/runtime/run_config.h"
 #include "parallel/comm/mesh.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct ComputeProbe {
   int64_t period_blocks = 1;   // blocks per period (moe_every for an MoE model, else 1)
@@ -48,4 +48,4 @@ struct ComputeProbe {
 // measure their skew and how many threads share each core of a node.
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

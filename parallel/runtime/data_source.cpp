@@ -1,9 +1,9 @@
-#include "examples/support/data_source.h"
+#include "parallel/runtime/data_source.h"
 
 #include "framework/data/token_files.h"
 #include "framework/error.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 DataSource open_data(const RunConfig& run) {
   DataSource d;
@@ -32,4 +32,4 @@ DataSource open_data(const RunConfig& run) {
   return d;
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -2,11 +2,11 @@
 // the flags to change, instead of failing in std::bad_alloc midway.
 #pragma once
 
-#include "examples/support/run_config.h"
+#include "parallel/runtime/run_config.h"
 #include "parallel/cost/activations.h"
 #include "parallel/layout.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0;  // this rank's share, bytes
@@ -29,4 +29,4 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
 // estimate exceeds the machine's physical memory. The same on every rank.
 void check_fits_in_memory(const RunConfig& run, const parallel::Layout& layout);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

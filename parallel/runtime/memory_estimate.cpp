@@ -1,4 +1,4 @@
-#include "examples/support/memory_estimate.h"
+#include "parallel/runtime/memory_estimate.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "parallel/cost/activations.h"
 #include "parallel/cost/transformer.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 std::string gib(double bytes) {
@@ -72,4 +72,4 @@ void check_fits_in_memory(const RunConfig& run, const parallel::Layout& layout) 
                                  "--mesh tensor=N or pipe=N)"));
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -16,9 +16,9 @@
 #include <fstream>
 #include <cxxopts.hpp>
 
-#include "examples/support/local_profile.h"
-#include "examples/support/sampling.h"
-#include "examples/support/training_state.h"
+#include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/sampling.h"
+#include "parallel/runtime/training_state.h"
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
@@ -33,7 +33,7 @@ namespace {
 
 // One line on stderr: prefill and decode, measured, and predicted by the cost model on the
 // calibrated `local` profile (weights and KV in fp32, over `chips` ranks, batch as run).
-void report_latency(const cli::SampleTiming& t, const nn::ModelConfig& config, int chips) {
+void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& config, int chips) {
   const double decode_ms = t.decode_steps > 0 ? 1e3 * t.decode_seconds / t.decode_steps : 0.0;
   const long long B = t.batch;
   std::fprintf(stderr,
@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
   if (p.count("prompts") && p.count("prompt")) throw UserError("give --prompt or --prompts FILE, not both");
   const bool sliding = p.count("sliding-window") > 0;
 
-  const nn::ModelConfig config = cli::checkpoint_model_config(path);
+  const nn::ModelConfig config = runtime::checkpoint_model_config(path);
   const std::vector<std::vector<int>> prompts = read_prompts(p, config);
   size_t longest = 0;
   for (const auto& ids : prompts) longest = std::max(longest, ids.size());
@@ -144,22 +144,22 @@ int run(int argc, char** argv) {
   }
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   mesh.context().watchdog.set_timeout(timeout);
-  cli::ensure_local_profile(mesh, stderr);  // stdout is the generated text
+  runtime::ensure_local_profile(mesh, stderr);  // stdout is the generated text
   const auto model_owned = [&] {
     nn::DeferParameters defer;  // each rank allocates only its shards
     return std::make_unique<nn::Transformer>(config);
   }();
   nn::Transformer& model = *model_owned;
-  cli::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
+  runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
 
-  const cli::SampleOptions options{.max_new = max_new,
+  const runtime::SampleOptions options{.max_new = max_new,
                                    .temperature = p["temperature"].as<float>(),
                                    .top_k = p["top-k"].as<int>(),
                                    .seed = p["seed"].as<uint64_t>(),
                                    .stop_token = p.count("stop-at-newline") ? '\n' : -1,
                                    .sliding_window = sliding};
-  cli::SampleTiming timing;
-  const auto outputs = cli::sample(model, prompts, options, &timing);  // the same on every rank
+  runtime::SampleTiming timing;
+  const auto outputs = runtime::sample(model, prompts, options, &timing);  // the same on every rank
   if (mesh.rank() == 0) {
     for (size_t r = 0; r < prompts.size(); ++r) {
       if (r > 0) std::printf("---\n");  // between the results of a --prompts batch

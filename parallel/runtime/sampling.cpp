@@ -1,4 +1,4 @@
-#include "examples/support/sampling.h"
+#include "parallel/runtime/sampling.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include "framework/error.h"
 #include "framework/rng.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -98,4 +98,4 @@ std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::ve
   return out;
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -1,12 +1,9 @@
-// RunConfig: everything a training run is told on the command line, parsed and validated.
+// RunConfig: everything a training run is told, validated: the model, the data, the
+// optimisation, the layout and what to log and save (torchtitan's JobConfig). train_gpt
+// fills it from its flags (examples/train/run_flags.h); the runtime's pieces read it.
 //
-// Parsing is pure (no MPI, no I/O beyond reading flags and --config files), so every rank
-// of a job parses the same argv to the same config and validates it identically before
-// the first collective. `--config FILE` (JSON, TOML or a checkpoint's saved settings,
-// config_file.h) stands for the flags in FILE, overridden by those after it.
-//
-//   RunConfig run = parse_run_config(argc, argv);   // UserError on bad flags/values
-//   if (run.help) { std::cout << run.help_text; return 0; }
+// validate() is pure, so every rank of a job validates the same config identically before
+// the first collective.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +16,7 @@
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 struct RunConfig {
   nn::ModelConfig model;
@@ -94,12 +91,7 @@ struct RunConfig {
   parallel::LayoutChecks layout_checks() const;
 };
 
-RunConfig parse_run_config(int argc, const char* const* argv);
-// The arguments after the program name, NUL-separated: what every rank must have been
-// started with alike (parallel::check_same_configuration).
-std::string command_line(int argc, const char* const* argv);
-
 // Rebuilds the model config a checkpoint was written with; UserError if it lacks one.
 nn::ModelConfig model_config_from(const Attributes& attributes, const std::string& path);
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -1,4 +1,4 @@
-#include "examples/support/training_state.h"
+#include "parallel/runtime/training_state.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +12,7 @@
 #include "framework/output_path.h"
 #include "parallel/data_parallel/sharded_io.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 // Opens a checkpoint and checks it holds the model this run builds.
@@ -119,4 +119,4 @@ void load_weights(const std::string& path, nn::Module& model, const nn::ModelCon
   for (auto& [name, p] : model.named_parameters()) io.read(*r, "params/" + name, name, p.shape(), p.span());
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

@@ -1,4 +1,4 @@
-#include "examples/support/config_file.h"
+#include "examples/train/config_file.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "examples/support/compute_prediction.h"
+#include "parallel/runtime/compute_prediction.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "parallel/cost/transformer.h"
 #include "parallel/data_parallel/gradient_sync.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 namespace {
 
 int axis_size(const parallel::Mesh& mesh, const char* axis) { return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1; }
@@ -97,4 +97,4 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   return std::max(busy, parallel::check(schedule, message / unit).makespan * unit);
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime

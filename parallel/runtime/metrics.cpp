@@ -1,4 +1,4 @@
-#include "examples/support/metrics.h"
+#include "parallel/runtime/metrics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "framework/error.h"
 #include "parallel/cost/transformer.h"
 
-namespace shardlab::cli {
+namespace shardlab::runtime {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -82,4 +82,4 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-}  // namespace shardlab::cli
+}  // namespace shardlab::runtime
