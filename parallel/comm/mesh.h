@@ -1,4 +1,4 @@
-// Mesh: the ranks of a parent communicator arranged as a named N-d grid (DESIGN 2).
+// Mesh: the ranks of a parent communicator arranged as a named N-d grid (docs/mesh.md).
 //
 // Axes are named and listed outermost first, e.g. "data=2,pipe=2,tensor=2"; the tensor
 // axis, innermost, gets neighbouring ranks. The mesh is an MPI Cartesian communicator

@@ -45,7 +45,7 @@ struct RunConfig {
   std::string dump_grads;   // file for the first step's gradients ('' none)
   std::string resume;       // a checkpoint path to continue from
   int threads = 0;          // OpenMP threads per rank, 0: runtime default
-  // parallel layout (used from issue 5 on)
+  // parallel layout
   std::string mesh = "data=1";
   int zero = 0;
   double bucket_mb = 4.0;
