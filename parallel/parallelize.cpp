@@ -11,13 +11,13 @@ namespace shardlab::parallel {
 
 namespace {
 
-bool has_axis(const Mesh& mesh, const char* axis) { return mesh.has_axis(axis) && mesh.axis_size(axis) > 1; }
-
 // The pipeline's configuration as the mesh completes it: under sequence parallelism the
 // activations it passes are split over the tensor axis.
 PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
   PipelineConfig pipeline = config.pipeline;
-  if (config.tensor.sequence_parallel && has_axis(mesh, "tensor")) pipeline.sequence_split = mesh.axis_size("tensor");
+  if (config.tensor.sequence_parallel && mesh.splits(kTensorAxis)) {
+    pipeline.sequence_split = mesh.axis_size(kTensorAxis);
+  }
   return pipeline;
 }
 
@@ -47,7 +47,7 @@ StepPlan plan_gradient_sync(nn::Transformer& model, const Mesh& mesh, const Data
 std::shared_ptr<const ModelShards> nest(const Mesh& mesh, std::shared_ptr<const ModelShards> tensor,
                                         std::shared_ptr<const AxisShards> experts) {
   if (auto outer = std::dynamic_pointer_cast<const AxisShards>(tensor)) {
-    return std::make_shared<NestedShards>(mesh.group({"expert", "tensor"}), outer, experts);
+    return std::make_shared<NestedShards>(mesh.group({kExpertAxis, kTensorAxis}), outer, experts);
   }
   return experts;
 }
@@ -68,9 +68,9 @@ void cut_shapes(nn::Transformer& local, const std::map<std::string, TensorShard>
 
 std::vector<Strategy> strategies(const Mesh& mesh) {
   std::vector<Strategy> out;
-  if (has_axis(mesh, "tensor")) out.push_back(Strategy::kTensor);
-  if (has_axis(mesh, "expert")) out.push_back(Strategy::kExpert);  // splits the experts as tensor left them
-  if (has_axis(mesh, "pipe")) out.push_back(Strategy::kPipeline);
+  if (mesh.splits(kTensorAxis)) out.push_back(Strategy::kTensor);
+  if (mesh.splits(kExpertAxis)) out.push_back(Strategy::kExpert);  // splits the experts as tensor left them
+  if (mesh.splits(kPipeAxis)) out.push_back(Strategy::kPipeline);
   out.push_back(Strategy::kData);  // last, over the model-parallel shards
   return out;
 }
@@ -82,10 +82,11 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   for (const Strategy strategy : strategies(mesh)) {
     switch (strategy) {
       case Strategy::kTensor:
-        split.shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
+        split.shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
         break;
       case Strategy::kExpert: {
-        std::shared_ptr<const ExpertParallel> experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
+        std::shared_ptr<const ExpertParallel> experts =
+            apply_expert_parallel(model, mesh.axis(kExpertAxis), config.data.seed);
         split.expert_parameters = experts->expert_parameters();
         split.shards = nest(mesh, split.shards, experts);
         break;
@@ -104,12 +105,14 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
                                                              const ParallelConfig& config) {
-  if (has_axis(mesh, "pipe")) {
-    throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size("pipe")) +
+  if (mesh.splits(kPipeAxis)) {
+    throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size(kPipeAxis)) +
                     ") is for training -- use --mesh tensor=N");
   }
   std::shared_ptr<const ModelShards> shards;
-  if (has_axis(mesh, "tensor")) shards = apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
+  if (mesh.splits(kTensorAxis)) {
+    shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
+  }
   nn::initialize_unallocated(model, config.data.seed);
   return shards;
 }
@@ -129,10 +132,10 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   for (const Strategy strategy : applied) {
     switch (strategy) {
       case Strategy::kTensor:
-        cut_shapes(*local, tensor_shards(model.config, mesh.axis_size("tensor"), mesh.coord("tensor")));
+        cut_shapes(*local, tensor_shards(model.config, mesh.axis_size(kTensorAxis), mesh.coord(kTensorAxis)));
         break;
       case Strategy::kExpert:  // of the tensor shards
-        cut_shapes(*local, expert_shards(*local, mesh.axis_size("expert"), mesh.coord("expert")),
+        cut_shapes(*local, expert_shards(*local, mesh.axis_size(kExpertAxis), mesh.coord(kExpertAxis)),
                    &split.expert_parameters);
         break;
       case Strategy::kPipeline: drop_other_stages(*local, mesh, config.pipeline); break;
@@ -168,8 +171,8 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   }
   if (applied.size() > 1) {
     std::vector<std::string> model_axes;
-    for (const char* axis : {"pipe", "expert", "tensor"}) {
-      if (has_axis(mesh, axis)) model_axes.push_back(axis);
+    for (const char* axis : {kPipeAxis, kExpertAxis, kTensorAxis}) {
+      if (mesh.splits(axis)) model_axes.push_back(axis);
     }
     add_planned(plan, mesh, {mesh.group(model_axes).name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   }

@@ -84,8 +84,8 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   }
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
-  for (const char* axis : {"tensor", "expert"}) {
-    if (mesh.has_axis(axis) && mesh.axis_size(axis) > 1) {
+  for (const char* axis : {parallel::kTensorAxis, parallel::kExpertAxis}) {
+    if (mesh.splits(axis)) {
       BlockingAxis& a = blocking_.emplace_back();
       a.name = axis;
       a.predicted = comm.contains(axis) ? comm.at(axis) : 0.0;
@@ -94,7 +94,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   double blocking_comm = 0.0;
   std::set<std::string> other_groups;
   for (const auto& [group, seconds] : comm) {
-    if (group == "tensor" || group == "expert") {
+    if (group == parallel::kTensorAxis || group == parallel::kExpertAxis) {
       blocking_comm += seconds;
     } else {
       planned_other_comm_ += seconds;
@@ -170,7 +170,7 @@ void RunReport::moe(const nn::MoeStats& mine) {
   const size_t E = static_cast<size_t>(run_.model.experts);
   // Sums over every rank (pipeline stages hold different layers; the batch ranks different
   // rows); the tensor ranks route the same tokens, so only the first of them counts.
-  const float counts = !mesh_.has_axis("tensor") || mesh_.coord("tensor") == 0 ? 1.0f : 0.0f;
+  const float counts = !mesh_.has_axis(parallel::kTensorAxis) || mesh_.coord(parallel::kTensorAxis) == 0 ? 1.0f : 0.0f;
   std::vector<float> v = {static_cast<float>(mine.aux_loss), static_cast<float>(mine.z_loss),
                           static_cast<float>(mine.layer_forwards), static_cast<float>(mine.choices),
                           static_cast<float>(mine.dropped)};
@@ -279,7 +279,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
 }
 
 void RunReport::print_stage_activations() const {
-  const parallel::AxisGroup& pipe = mesh_.axis("pipe");
+  const parallel::AxisGroup& pipe = mesh_.axis(parallel::kPipeAxis);
   const float mine = static_cast<float>(MemoryTracker::peak(MemoryCategory::Activations));
   std::vector<float> peaks(pipe.size());
   parallel::all_gather(pipe, {&mine, 1}, peaks);

@@ -9,7 +9,7 @@ namespace {
 
 // A stage's leader: the rank of its pipe coordinate whose other coordinates are all 0.
 bool stage_leader(const Mesh& mesh) {
-  for (const char* axis : {"data", "fsdp", "expert", "tensor"}) {
+  for (const char* axis : {kDataAxis, kFsdpAxis, kExpertAxis, kTensorAxis}) {
     if (mesh.has_axis(axis) && mesh.coord(axis) != 0) return false;
   }
   return true;
@@ -19,8 +19,8 @@ bool stage_leader(const Mesh& mesh) {
 
 void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const optim::Optimizer& optimizer,
                      const std::string& path, const std::function<void(CheckpointWriter&)>& finish) {
-  const int stages = parallel.pipeline() ? mesh.axis_size("pipe") : 1;
-  const int here = stages > 1 ? mesh.coord("pipe") : 0;
+  const int stages = parallel.pipeline() ? mesh.axis_size(kPipeAxis) : 1;
+  const int here = stages > 1 ? mesh.coord(kPipeAxis) : 0;
   const bool leader = stage_leader(mesh);
   for (int stage = 0; stage < stages; ++stage) {
     if (stage == here) {
@@ -38,7 +38,7 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const opti
       if (writer) writer->hand_off();
     }
     float token = 0.0f;  // the next stage's leader appends only once this one has closed the file
-    if (stages > 1) all_reduce(mesh.axis("pipe"), {&token, 1});
+    if (stages > 1) all_reduce(mesh.axis(kPipeAxis), {&token, 1});
   }
   if (stages > 1 && mesh.rank() == 0) {
     CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);

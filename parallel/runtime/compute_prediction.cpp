@@ -11,12 +11,6 @@
 namespace shardlab::runtime {
 namespace {
 
-int axis_size(const parallel::Mesh& mesh, const char* axis) { return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1; }
-
-}  // namespace
-
-namespace {
-
 // The optimizer's pass over this rank's parameters at the calibrated memory bandwidth:
 // AdamW reads weight, gradient and two moments and writes three; zeroing and the gradient
 // norm add two more: 9 floats per parameter.
@@ -65,11 +59,11 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
   tc.remat = run.model.remat;
   tc.precision = cost::fp32_training();
-  const cost::Layout layout{.data = axis_size(mesh, "data"),
-                            .fsdp = axis_size(mesh, "fsdp"),
-                            .pipe = axis_size(mesh, "pipe"),
-                            .expert = axis_size(mesh, "expert"),
-                            .tensor = axis_size(mesh, "tensor"),
+  const cost::Layout layout{.data = mesh.size_of(parallel::kDataAxis),
+                            .fsdp = mesh.size_of(parallel::kFsdpAxis),
+                            .pipe = mesh.size_of(parallel::kPipeAxis),
+                            .expert = mesh.size_of(parallel::kExpertAxis),
+                            .tensor = mesh.size_of(parallel::kTensorAxis),
                             .microbatches = run.grad_accum};
   const cost::HardwareProfile hw = cost::hardware("local");
   const cost::StepEstimate e = cost::estimate_train_step(tc, layout, hw);
@@ -93,7 +87,7 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert);  // one data rank's
   const int64_t bytes =
       numel_of(pipeline->message_shape(rows, run.sequence_length())) * static_cast<int64_t>(sizeof(float));
-  const double message = mesh.context().links.hop_seconds(mesh.axis_info("pipe").index, bytes);
+  const double message = mesh.context().links.hop_seconds(mesh.axis_info(parallel::kPipeAxis).index, bytes);
   return std::max(busy, parallel::check(schedule, message / unit).makespan * unit);
 }
 

@@ -71,7 +71,7 @@ std::string ComputeProbe::describe() const {
 }
 
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
-  const int tensor = mesh.has_axis("tensor") ? mesh.axis_size("tensor") : 1;
+  const int tensor = mesh.size_of(parallel::kTensorAxis);
   const int64_t rows =
       std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).all->size() / std::max(1, run.grad_accum));
   ComputeProbe probe;
@@ -81,7 +81,7 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   // The long stand-in has as many periods as this rank's stage (up to kMaxPeriods): its
   // time is then the stage's own, and extrapolating to deeper stages divides the noise of
   // the difference by K - 1.
-  const int pipe = mesh.has_axis("pipe") ? mesh.axis_size("pipe") : 1;
+  const int pipe = mesh.size_of(parallel::kPipeAxis);
   const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / pipe / probe.period_blocks);
   const int64_t K = std::clamp<int64_t>(stage_periods, 2, kMaxPeriods);
   StandIn one_period(run, probe.period_blocks, tensor, timed), k_periods(run, K * probe.period_blocks, tensor, timed);

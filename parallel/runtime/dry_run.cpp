@@ -33,11 +33,12 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
               run.model.describe().c_str(), model.num_parameters() / 1e6, mesh.describe().c_str(), run.zero,
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()), run.grad_accum);
   const parallel::PipelineConfig pp = run.parallel().pipeline;
-  const bool pipelined = mesh.has_axis("pipe") && mesh.axis_size("pipe") > 1;
+  const bool pipelined = mesh.splits(parallel::kPipeAxis);
   std::optional<parallel::PipelineSchedule> schedule;
   std::optional<parallel::ScheduleCheck> check;
   if (pipelined) {
-    schedule = parallel::make_pipeline_schedule(pp.schedule, mesh.axis_size("pipe"), pp.virtual_stages, pp.microbatches);
+    schedule = parallel::make_pipeline_schedule(pp.schedule, mesh.axis_size(parallel::kPipeAxis), pp.virtual_stages,
+                                                pp.microbatches);
     check = parallel::check(*schedule);
   }
   const MemoryEstimate memory = estimate_rank_memory(run, parallel::Layout::from_spec(run.mesh), 0,
