@@ -16,7 +16,7 @@
 #include <cxxopts.hpp>
 #include <vector>
 
-#include "examples/support/metrics.h"
+#include "parallel/runtime/metrics.h"
 #include "framework/nn/transformer.h"
 #include "framework/peak.h"
 #include "optim/adamw.h"
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     y.insert(y.end(), data.begin() + b * (T + 1) + 1, data.begin() + (b + 1) * (T + 1));
   }
 
-  const double flops_token = cli::train_flops_per_token(c, T), tokens = static_cast<double>(B * T);
+  const double flops_token = runtime::train_flops_per_token(c, T), tokens = static_cast<double>(B * T);
   const double peak = (a["peak-gflops"].as<double>() > 0 ? a["peak-gflops"].as<double>() : 149.5 * threads) * 1e9;
   std::vector<double> fwd, bwd, adam, total, cpu;
   float loss_value = 0;

@@ -1,4 +1,4 @@
-// Two kinds of error (STYLE 9).
+// Two kinds of error (docs/architecture.md, "Conventions").
 //
 // UserError: bad input a user can fix. Its message names the offending values and the
 // fix; every main catches it, prints it once per rank and exits non-zero.

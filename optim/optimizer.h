@@ -3,7 +3,7 @@
 // An optimizer updates parameter views: stretches of parameter elements this process
 // owns, each with its gradient. One process owns whole tensors; a parallel strategy
 // hands out what its rank updates -- a ZeRO slice of a gradient bucket, an FSDP shard --
-// so the same optimizer, built outside the strategy, steps every layout (DESIGN 3). The
+// so the same optimizer, built outside the strategy, steps every layout (docs/data_parallel.md). The
 // views come from a ParamSource, asked again at every step (gradient memory comes and
 // goes between steps); their number and sizes never change.
 //

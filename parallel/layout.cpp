@@ -80,16 +80,16 @@ Layout Layout::from_spec(const std::string& spec) { return from_axes(parse_mesh_
 Layout Layout::from_axes(std::vector<AxisSpec> axes) {
   // Every layout has data ranks, one at least: "tensor=2" means "data=1,tensor=2".
   const bool has_data = std::any_of(axes.begin(), axes.end(), [](const AxisSpec& a) {
-    return a.name == "data" || a.name == "fsdp";
+    return a.name == kDataAxis || a.name == kFsdpAxis;
   });
-  if (!has_data) axes.insert(axes.begin(), {"data", 1});
+  if (!has_data) axes.insert(axes.begin(), {kDataAxis, 1});
   Layout l;
   for (const AxisSpec& a : axes) {
-    if (a.name == "data") l.data = a.size;
-    if (a.name == "fsdp") l.fsdp = a.size;
-    if (a.name == "pipe") l.pipe = a.size;
-    if (a.name == "expert") l.expert = a.size;
-    if (a.name == "tensor") l.tensor = a.size;
+    if (a.name == kDataAxis) l.data = a.size;
+    if (a.name == kFsdpAxis) l.fsdp = a.size;
+    if (a.name == kPipeAxis) l.pipe = a.size;
+    if (a.name == kExpertAxis) l.expert = a.size;
+    if (a.name == kTensorAxis) l.tensor = a.size;
   }
   l.axes = std::move(axes);
   return l;

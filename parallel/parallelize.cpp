@@ -2,165 +2,178 @@
 
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
+#include "parallel/data_parallel/data_parallel.h"
+#include "parallel/data_parallel/zero.h"
 #include "parallel/expert/expert_parallel.h"
 #include "parallel/fsdp/fsdp.h"
-#include "parallel/tensor/tensor_parallel.h"
 
 namespace shardlab::parallel {
 
 namespace {
 
-bool has_axis(const Mesh& mesh, const char* axis) { return mesh.has_axis(axis) && mesh.axis_size(axis) > 1; }
-bool has_pipe(const Mesh& mesh) { return has_axis(mesh, "pipe"); }
-
-// Tensor parallelism: how it splits the layers.
-std::shared_ptr<const ModelShards> apply_model_parallel(nn::Transformer& model, const Mesh& mesh,
-                                                        const ParallelConfig& config) {
-  if (!has_axis(mesh, "tensor")) return nullptr;
-  return apply_tensor_parallel(model, mesh.axis("tensor"), config.data.seed, config.tensor);
+// The pipeline's configuration as the mesh completes it: under sequence parallelism the
+// activations it passes are split over the tensor axis.
+PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
+  PipelineConfig pipeline = config.pipeline;
+  if (config.tensor.sequence_parallel && mesh.splits(kTensorAxis)) {
+    pipeline.sequence_split = mesh.axis_size(kTensorAxis);
+  }
+  return pipeline;
 }
 
-// A stage's leader: the rank of its pipe coordinate whose other coordinates are all 0.
-bool stage_leader(const Mesh& mesh) {
-  for (const char* axis : {"data", "fsdp", "expert", "tensor"}) {
-    if (mesh.has_axis(axis) && mesh.coord(axis) != 0) return false;
+// The data-parallel strategy of the ZeRO stage, and the collectives it issues in a step.
+std::unique_ptr<GradientSync> make_gradient_sync(nn::Transformer& model, const Mesh& mesh,
+                                                 const DataParallelConfig& config, const ModelSplit& split) {
+  switch (config.zero) {
+    case 0: return make_distributed_data_parallel(model, mesh, config, split);
+    case 1:
+    case 2: return make_zero(model, mesh, config, split);
+    default: return make_fsdp(model, mesh, config, split);
   }
-  return true;
+}
+
+StepPlan plan_gradient_sync(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                            const ModelSplit& split, int microbatches) {
+  switch (config.zero) {
+    case 0: return plan_distributed_step(model, mesh, config, split);
+    case 1:
+    case 2: return plan_zero_step(model, mesh, config, split);
+    default: return plan_fsdp_step(model, mesh, config, split, microbatches);
+  }
+}
+
+// Expert parallelism over what tensor parallelism left: both split some parameters, so
+// the shards nest.
+std::shared_ptr<const ModelShards> nest(const Mesh& mesh, std::shared_ptr<const ModelShards> tensor,
+                                        std::shared_ptr<const AxisShards> experts) {
+  if (auto outer = std::dynamic_pointer_cast<const AxisShards>(tensor)) {
+    return std::make_shared<NestedShards>(mesh.group({kExpertAxis, kTensorAxis}), outer, experts);
+  }
+  return experts;
+}
+
+// Gives each parameter of `local` named in `shards` its shard's shape (no storage);
+// `cut`, where given, collects their names.
+void cut_shapes(nn::Transformer& local, const std::map<std::string, TensorShard>& shards,
+                std::set<std::string>* cut = nullptr) {
+  for (const nn::Parameter& p : local.parameters()) {
+    const auto it = shards.find(p.name);
+    if (it == shards.end()) continue;
+    *p.tensor = Tensor::unallocated(it->second.local());
+    if (cut) cut->insert(p.name);
+  }
 }
 
 }  // namespace
 
-void ParallelModel::gather_full_params() const {
-  if (pipeline) pipeline->gather_full_params();
-  data->gather_full_params();
+std::vector<Strategy> strategies(const Mesh& mesh) {
+  std::vector<Strategy> out;
+  if (mesh.splits(kTensorAxis)) out.push_back(Strategy::kTensor);
+  if (mesh.splits(kExpertAxis)) out.push_back(Strategy::kExpert);  // splits the experts as tensor left them
+  if (mesh.splits(kPipeAxis)) out.push_back(Strategy::kPipeline);
+  out.push_back(Strategy::kData);  // last, over the model-parallel shards
+  return out;
 }
 
-void ParallelModel::release_full_params() const {
-  data->release_full_params();
-  if (pipeline) pipeline->release_full_params();
+ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
+  ModelSplit split;
+  std::unique_ptr<PipelineParallel> pipeline;
+  std::unique_ptr<GradientSync> sync;
+  for (const Strategy strategy : strategies(mesh)) {
+    switch (strategy) {
+      case Strategy::kTensor:
+        split.shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
+        break;
+      case Strategy::kExpert: {
+        std::shared_ptr<const ExpertParallel> experts =
+            apply_expert_parallel(model, mesh.axis(kExpertAxis), config.data.seed);
+        split.expert_parameters = experts->expert_parameters();
+        split.shards = nest(mesh, split.shards, experts);
+        break;
+      }
+      case Strategy::kPipeline:
+        pipeline = std::make_unique<PipelineParallel>(model, mesh, pipeline_config(mesh, config), split.shards);
+        split.shards = pipeline->shards();
+        break;
+      case Strategy::kData:
+        sync = make_gradient_sync(model, mesh, config.data, split);
+        break;
+    }
+  }
+  return ParallelModel(model, split.shards, std::move(pipeline), std::move(sync));
 }
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
                                                              const ParallelConfig& config) {
-  if (has_pipe(mesh)) {
-    throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size("pipe")) +
+  if (mesh.splits(kPipeAxis)) {
+    throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size(kPipeAxis)) +
                     ") is for training -- use --mesh tensor=N");
   }
-  auto shards = apply_model_parallel(model, mesh, config);
+  std::shared_ptr<const ModelShards> shards;
+  if (mesh.splits(kTensorAxis)) {
+    shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
+  }
   nn::initialize_unallocated(model, config.data.seed);
   return shards;
-}
-
-ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
-  ParallelModel out;
-  DataParallelConfig data = config.data;
-  data.model_shards = apply_model_parallel(model, mesh, config);
-  if (has_axis(mesh, "expert")) {  // splits the experts as tensor parallelism left them
-    std::shared_ptr<const ExpertParallel> experts = apply_expert_parallel(model, mesh.axis("expert"), config.data.seed);
-    data.expert_parameters = experts->expert_parameters();
-    if (auto tensor = std::dynamic_pointer_cast<const AxisShards>(data.model_shards)) {
-      data.model_shards = std::make_shared<NestedShards>(mesh.group({"expert", "tensor"}), tensor, experts);
-    } else {
-      data.model_shards = experts;
-    }
-  }
-  if (has_pipe(mesh)) {
-    PipelineConfig pipeline = config.pipeline;
-    if (config.tensor.sequence_parallel && has_axis(mesh, "tensor")) pipeline.sequence_split = mesh.axis_size("tensor");
-    out.pipeline = std::make_unique<PipelineParallel>(model, mesh, pipeline, data.model_shards);
-    data.model_shards = out.pipeline->shards();
-  }
-  // FSDP/DP last, over the model-parallel shards.
-  out.data = data.zero == 3 ? make_fsdp(model, mesh, data) : make_bucketed_data_parallel(model, mesh, data);
-  return out;
-}
-
-void save_checkpoint(const Mesh& mesh, const ParallelModel& model, const optim::Optimizer& optimizer,
-                     const std::string& path, const std::function<void(CheckpointWriter&)>& finish) {
-  const int stages = has_pipe(mesh) ? mesh.axis_size("pipe") : 1;
-  const int here = stages > 1 ? mesh.coord("pipe") : 0;
-  const bool leader = stage_leader(mesh);
-  for (int stage = 0; stage < stages; ++stage) {
-    if (stage == here) {
-      std::unique_ptr<CheckpointWriter> writer;
-      if (leader) {
-        const auto mode = stage == 0 ? CheckpointWriter::Mode::kCreate : CheckpointWriter::Mode::kAppend;
-        writer = std::make_unique<CheckpointWriter>(path, mode);
-      }
-      model->save(writer.get(), optimizer);
-      if (writer && stages == 1) {
-        writer->set_attribute("optimizer_step", optimizer.step_count());
-        finish(*writer);
-        return writer->commit();
-      }
-      if (writer) writer->hand_off();
-    }
-    float token = 0.0f;  // the next stage's leader appends only once this one has closed the file
-    if (stages > 1) all_reduce(mesh.axis("pipe"), {&token, 1});
-  }
-  if (stages > 1 && mesh.rank() == 0) {
-    CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);
-    writer.set_attribute("optimizer_step", optimizer.step_count());
-    finish(writer);
-    writer.commit();
-  }
-}
-
-void load_checkpoint(const CheckpointReader& reader, const ParallelModel& model, optim::Optimizer& optimizer) {
-  model->load(reader, optimizer);
-  optimizer.set_step_count(reader.int_attribute("optimizer_step"));
 }
 
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step) {
   SL_ASSERT(step.microbatches >= 1, "a step has at least one microbatch");
   const int64_t rows = step.batch / DataAxes::of(mesh).all->size() / step.microbatches;
-  const bool tensor = mesh.has_axis("tensor") && mesh.axis_size("tensor") > 1;
-  StepPlan plan;
-  // Tensor parallelism's hooks run inside forward and backward (the pipeline's loss
-  // follows them); the data-parallel collectives come next on other groups, and the
-  // gradient norm's sum over the model-parallel ranks last.
-  plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
-  // The data-parallel strategy sees this rank's tensor shards of its pipeline stages: plan
-  // it on a model of their shapes (built deferred, so it costs nothing), leaving `model`
-  // untouched.
-  const bool expert = has_axis(mesh, "expert");
+  const std::vector<Strategy> applied = strategies(mesh);
+  // The data-parallel strategy sees this rank's shards of its pipeline stages: a model of
+  // their shapes (built deferred, so it costs nothing) stands in, leaving `model` untouched.
   std::unique_ptr<nn::Transformer> local;
-  if (tensor || expert || has_pipe(mesh)) {
+  if (applied.size() > 1) {
     nn::DeferParameters defer;
     local = std::make_unique<nn::Transformer>(model.config);
   }
-  ParallelConfig sharded_config = config;
-  for (const char* axis : {"tensor", "expert"}) {
-    if (!has_axis(mesh, axis)) continue;
-    const int size = mesh.axis_size(axis), coord = mesh.coord(axis);
-    const auto shards = std::string(axis) == "tensor" ? tensor_shards(model.config, size, coord)
-                                                      : expert_shards(*local, size, coord);  // of the tensor shards
-    for (const nn::Parameter& p : local->parameters()) {
-      const auto it = shards.find(p.name);
-      if (it == shards.end()) continue;
-      *p.tensor = Tensor::unallocated(it->second.local());
-      if (std::string(axis) == "expert") sharded_config.data.expert_parameters.insert(p.name);
+  ModelSplit split;
+  for (const Strategy strategy : applied) {
+    switch (strategy) {
+      case Strategy::kTensor:
+        cut_shapes(*local, tensor_shards(model.config, mesh.axis_size(kTensorAxis), mesh.coord(kTensorAxis)));
+        break;
+      case Strategy::kExpert:  // of the tensor shards
+        cut_shapes(*local, expert_shards(*local, mesh.axis_size(kExpertAxis), mesh.coord(kExpertAxis)),
+                   &split.expert_parameters);
+        break;
+      case Strategy::kPipeline: drop_other_stages(*local, mesh, config.pipeline); break;
+      case Strategy::kData: break;
     }
   }
-  if (has_pipe(mesh)) drop_other_stages(*local, mesh, config.pipeline);
   nn::Transformer& sharded = local ? *local : model;
-  // The expert axis's all_to_alls, for the MoE layers of this rank's stages; then the
-  // pipeline's loss and idle-time sum.
-  std::vector<int64_t> moe_layers;
-  for (size_t l = 0; l < sharded.blocks.size(); ++l) {
-    if (sharded.blocks[l]->moe && sharded.blocks[l]->moe->router.weight.defined()) moe_layers.push_back(l);
+  // In issue order: tensor parallelism's hooks run inside forward and backward, the expert
+  // axis's all_to_alls for the MoE layers of this rank's stages, the pipeline's loss and
+  // idle-time sums; the data-parallel collectives next on other groups, and the gradient
+  // norm's sum over the model-parallel ranks last.
+  StepPlan plan;
+  for (const Strategy strategy : applied) {
+    switch (strategy) {
+      case Strategy::kTensor:
+        plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
+        break;
+      case Strategy::kExpert: {
+        std::vector<int64_t> moe_layers;
+        for (size_t l = 0; l < sharded.blocks.size(); ++l) {
+          if (sharded.blocks[l]->moe && sharded.blocks[l]->moe->router.weight.defined()) moe_layers.push_back(l);
+        }
+        plan_expert_parallel_step(plan, mesh, model.config, moe_layers, rows, step.seq_len, step.microbatches);
+        break;
+      }
+      case Strategy::kPipeline: plan_pipeline_step(plan, mesh); break;
+      case Strategy::kData: {
+        const StepPlan data = plan_gradient_sync(sharded, mesh, config.data, split, step.microbatches);
+        plan.insert(plan.end(), data.begin(), data.end());
+        break;
+      }
+    }
   }
-  plan_expert_parallel_step(plan, mesh, model.config, moe_layers, rows, step.seq_len, step.microbatches);
-  if (has_pipe(mesh)) plan_pipeline_step(plan, mesh);
-  const DataParallelConfig& dp = sharded_config.data;
-  const StepPlan data = dp.zero == 3 ? plan_fsdp_step(sharded, mesh, dp, step.microbatches)
-                                     : plan_bucketed_step(sharded, mesh, dp);
-  plan.insert(plan.end(), data.begin(), data.end());
-  if (tensor || expert || has_pipe(mesh)) {
+  if (applied.size() > 1) {
     std::vector<std::string> model_axes;
-    if (has_pipe(mesh)) model_axes.push_back("pipe");
-    if (expert) model_axes.push_back("expert");
-    if (tensor) model_axes.push_back("tensor");
+    for (const char* axis : {kPipeAxis, kExpertAxis, kTensorAxis}) {
+      if (mesh.splits(axis)) model_axes.push_back(axis);
+    }
     add_planned(plan, mesh, {mesh.group(model_axes).name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   }
   return plan;

@@ -12,37 +12,42 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, opt
                       const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace,
                       const std::function<void()>& gradients_ready) {
   StepResult result;
-  DataParallel& strategy = *parallel;
   // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
   // losses, which reach backward on their own, follow the same scale.
   model.moe_state->loss_scale = 1.0f / static_cast<float>(microbatches);
   model.moe_state->stats.clear();
-  if (parallel.pipeline) {
-    SL_ASSERT(parallel.pipeline->schedule().microbatches == microbatches,
-              "the pipeline was built for " + std::to_string(parallel.pipeline->schedule().microbatches) +
+  if (PipelineParallel* pipeline = parallel.pipeline()) {
+    SL_ASSERT(pipeline->schedule().microbatches == microbatches,
+              "the pipeline was built for " + std::to_string(pipeline->schedule().microbatches) +
                   " microbatches, the step has " + std::to_string(microbatches));
     // The schedule interleaves the microbatches' backward passes: nothing is reduced
-    // until it has finished (a no-sync scope over the whole schedule).
-    strategy.begin_microbatch(0, 2);
-    result.loss = parallel.pipeline->forward_backward(batch, trace);
+    // until it has finished.
+    const auto no_sync = parallel.no_sync();
+    parallel.begin_microbatch();
+    result.loss = pipeline->forward_backward(batch, trace);
   } else {
-    for (int i = 0; i < microbatches; ++i) {
+    const auto microbatch = [&](int i) {
       std::optional<ComputeSpan> span;
       if (trace) span.emplace(*trace, "forward+backward");
-      strategy.begin_microbatch(i, microbatches);  // gradients sync only in the last backward
+      parallel.begin_microbatch();
       const data::Batch micro = batch.microbatch(i, microbatches);
       Tensor loss = model.loss(micro.inputs, micro.targets, micro.rows, micro.seq_len);
       ops::scale(loss, 1.0f / static_cast<float>(microbatches)).backward();
       result.loss += loss.item() / microbatches;
+    };
+    {
+      const auto no_sync = parallel.no_sync();  // the earlier microbatches accumulate locally
+      for (int i = 0; i + 1 < microbatches; ++i) microbatch(i);
     }
+    microbatch(microbatches - 1);  // its backward reduces the gradients as they are ready
   }
   result.moe = model.moe_state->stats;
-  strategy.finish_gradients();
+  parallel.finish_gradients();
   if (gradients_ready) gradients_ready();
-  result.grad_norm = optim::clip_grad_norm(optimizer.views(), max_norm, strategy.norm_reduction());
+  result.grad_norm = optim::clip_grad_norm(optimizer.views(), max_norm, parallel.norm_reduction());
   optimizer.step(lr);
-  strategy.finish_step();
-  strategy.zero_grad();
+  parallel.finish_step();
+  parallel.zero_grad();
   return result;
 }
 

@@ -5,9 +5,9 @@
 // zero. With a pipeline the schedule runs the k microbatches' forward and backward passes
 // instead, and the gradients are reduced once it has finished.
 //
-//   auto strategy = parallelize(model, mesh, config);
-//   auto optimizer = optim::make_optimizer({.name = "adamw"}, strategy->parameters());
-//   const StepResult r = train_step(model, strategy, *optimizer, loader.next(), k, schedule.lr(step), 1.0);
+//   ParallelModel parallel = parallelize(model, mesh, config);
+//   auto optimizer = optim::make_optimizer({.name = "adamw"}, parallel.parameters());
+//   const StepResult r = train_step(model, parallel, *optimizer, loader.next(), k, schedule.lr(step), 1.0);
 #pragma once
 
 #include <functional>
@@ -16,7 +16,7 @@
 #include "framework/nn/transformer.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/comm_trace.h"
-#include "parallel/parallelize.h"
+#include "parallel/parallel_model.h"
 
 namespace shardlab::parallel {
 
@@ -28,10 +28,10 @@ struct StepResult {
 
 // `batch` is this rank's rows of the global batch. With a trace, each microbatch's
 // forward and backward is a span on its compute lane.
-// `optimizer` is built over strategy->parameters(). `gradients_ready`, where given, runs on
+// `optimizer` is built over parallel.parameters(). `gradients_ready`, where given, runs on
 // every rank once the gradients are final (averaged over the data ranks, not yet clipped),
 // before the update: a collective there sees the same point of the step everywhere.
-StepResult train_step(nn::Transformer& model, const ParallelModel& strategy, optim::Optimizer& optimizer,
+StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
                       const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace = nullptr,
                       const std::function<void()>& gradients_ready = {});
 

@@ -18,7 +18,7 @@ namespace shardlab::testing {
 // The standard run's optimizer (reference_run.h), or `config`'s, over this rank's parameter views.
 inline std::unique_ptr<optim::Optimizer> standard_optimizer(const parallel::ParallelModel& strategy,
                                                             const optim::OptimizerConfig& config = kStandardOptimizer) {
-  return optim::make_optimizer(config, strategy->parameters());
+  return optim::make_optimizer(config, strategy.parameters());
 }
 
 // Trains `model`, parallelised as `strategy` on `mesh`, for the standard run in

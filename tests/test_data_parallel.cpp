@@ -148,9 +148,9 @@ TEST_CASE("every layout starts from the single process's weights; ZeRO-3 never h
                         "parameter peak " << peak << " B while building ZeRO-3 over " << shards << " of " << numel
                                           << " parameters");
         }
-        dp->gather_full_params();
+        dp.gather_full_params();
         CHECK(snapshot(*model) == expect);
-        dp->release_full_params();
+        dp.release_full_params();
       }
     }
   }
@@ -169,16 +169,16 @@ TEST_CASE("each stage issues the collectives it should, once per step") {
     config.bucket_mb = 0.01;
     config.reshard_after_forward = zero != 4;
     auto dp = parallelize(model, mesh, {.data = config});
-    optim::AdamW optimizer(dp->parameters());
+    optim::AdamW optimizer(dp.parameters());
     data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, mesh.rank(), n);
     data::Batch b = loader.next();
     mesh.context().trace.clear();
     mesh.context().trace.set_recording(true);
-    dp->begin_microbatch(0, 1);
+    dp.begin_microbatch();
     model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
-    dp->finish_gradients();
+    dp.finish_gradients();
     optimizer.step(kLr);
-    dp->finish_step();
+    dp.finish_step();
     mesh.context().trace.set_recording(false);
     std::map<CollectiveOp, int> count;
     for (const CommRecord& r : mesh.context().trace.events()) count[r.op]++;

@@ -22,6 +22,7 @@
 #include "parallel/comm/step_plan.h"
 #include "parallel/expert/expert_parallel.h"
 #include "parallel/layout.h"
+#include "parallel/checkpoint/distributed_checkpoint.h"
 #include "parallel/parallelize.h"
 #include "parallel/train_step.h"
 #include "tests/mpi_test_util.h"

@@ -34,7 +34,7 @@ std::vector<CommRecord> run_step(const Mesh& mesh, const ParallelConfig& config,
                                  std::unique_ptr<nn::Transformer> model = deferred_tiny()) {
   static data::ArithmeticTask task({.digits = 2, .seed = 5});
   auto dp = parallelize(*model, mesh, config);
-  optim::AdamW optimizer(dp->parameters());
+  optim::AdamW optimizer(dp.parameters());
   const DataAxes axes = DataAxes::of(mesh);
   data::BatchLoader loader(task.train(), 8, 16, axes.all->rank(), axes.all->size());
   const data::Batch batch = loader.next();

@@ -158,7 +158,7 @@ TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence pa
       const data::Batch b = loader.next();
       mesh.context().trace.clear();
       mesh.context().trace.set_recording(true);
-      strategy->begin_microbatch(0, 1);
+      strategy.begin_microbatch();
       model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
       mesh.context().trace.set_recording(false);
       // The trace counts an all_gather's output and a reduce_scatter's input: the full

@@ -1,4 +1,4 @@
-// Collectives on a mesh axis or a group of axes (DESIGN 2; the book's chapter 3).
+// Collectives on a mesh axis or a group of axes (docs/collectives.md; the book's chapter 3).
 //
 // Every collective takes an AxisGroup (mesh.axis("tensor"), mesh.group({"data","fsdp"}))
 // and float buffers owned by the caller. "Rank i" below means rank i of the group,

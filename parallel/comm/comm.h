@@ -2,7 +2,7 @@
 // job-wide failure policy. The only file pair besides the collectives that calls MPI
 // directly; everything above it talks to a Mesh.
 //
-// Failure policy (DESIGN 6): a rank that fails must take the whole job down, or the
+// Failure policy (docs/reliability.md): a rank that fails must take the whole job down, or the
 // others wait in their next collective forever. `run_mpi_main` catches any exception,
 // prints "rank R: error: ..." and calls MPI_Abort on the job's communicator; SL_ASSERT
 // failures do the same through the abort handler it installs. A user error that every

@@ -1,5 +1,5 @@
 // Differentiable collectives: communication inside autograd, one named forward/backward
-// pair per function (STYLE 5; Megatron-LM's f and g, picotron's tp_communications).
+// pair per function (Megatron-LM's f and g, picotron's tp_communications).
 // Tensors are split and joined along dim 0; "rank" is the rank within the group.
 //
 //   Tensor h = copy_to_group(tp, x);        // Megatron f: identity, all_reduce in backward

@@ -1,4 +1,4 @@
-// Link emulation: make each mesh axis behave like a link of a hardware profile (DESIGN 2).
+// Link emulation: make each mesh axis behave like a link of a hardware profile (docs/collectives.md).
 //
 // Every axis carries a cost::LinkSpec {bandwidth, latency} taken from a hardware profile
 // (profile.link(axis name): the book's ICI figures, or `local` as measured) and a scale

@@ -1,4 +1,4 @@
-// Mesh: the ranks of a parent communicator arranged as a named N-d grid (DESIGN 2).
+// Mesh: the ranks of a parent communicator arranged as a named N-d grid (docs/mesh.md).
 //
 // Axes are named and listed outermost first, e.g. "data=2,pipe=2,tensor=2"; the tensor
 // axis, innermost, gets neighbouring ranks. The mesh is an MPI Cartesian communicator
@@ -37,8 +37,16 @@ struct CommContext;
 enum class Topology { kTorus, kMesh };
 Topology parse_topology(const std::string& name);  // "torus" | "mesh"
 
-// The axis names shardlab knows, outermost first.
-inline const std::vector<std::string> kAxisNames = {"data", "fsdp", "pipe", "expert", "tensor"};
+// The axis names shardlab knows, outermost first (docs/mesh.md). Code names an axis through
+// these constants, so that a reader can find every use of one. `tensor` carries tensor
+// parallelism and, with --sequence-parallel, Megatron's sequence parallelism of its
+// activations; `fsdp` and `data` are the data axes (hybrid sharding over both).
+inline constexpr char kDataAxis[] = "data";
+inline constexpr char kFsdpAxis[] = "fsdp";
+inline constexpr char kPipeAxis[] = "pipe";
+inline constexpr char kExpertAxis[] = "expert";
+inline constexpr char kTensorAxis[] = "tensor";
+inline const std::vector<std::string> kAxisNames = {kDataAxis, kFsdpAxis, kPipeAxis, kExpertAxis, kTensorAxis};
 
 struct AxisSpec {
   std::string name;
@@ -108,6 +116,10 @@ class Mesh {
 
   int num_axes() const { return static_cast<int>(axes_.size()); }
   bool has_axis(const std::string& name) const;
+  // Whether the axis splits the work: the mesh has it, larger than 1 (a strategy applies).
+  bool splits(const std::string& name) const { return has_axis(name) && axis_size(name) > 1; }
+  // The axis's size, or 1 where the mesh does not have it.
+  int size_of(const std::string& name) const { return has_axis(name) ? axis_size(name) : 1; }
   // Size and coordinate of a named axis; a UserError names the mesh's axes otherwise.
   int axis_size(const std::string& name) const { return axis_info(name).size; }
   int coord(const std::string& name) const { return axis_info(name).coord; }

@@ -1,5 +1,5 @@
 // StepPlan: the collectives one training step issues on this rank, in issue order, known
-// before anything runs (DESIGN 8, the dry run).
+// before anything runs (the dry run, docs/usage.md).
 //
 // A strategy derives its plan from the parameter shapes and the layout alone -- no
 // parameter is allocated, no model runs -- so a layout can be checked for a model far

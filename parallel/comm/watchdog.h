@@ -1,4 +1,4 @@
-// Watchdog: turns a hung collective into a prompt, named failure (DESIGN 6).
+// Watchdog: turns a hung collective into a prompt, named failure (docs/reliability.md).
 //
 // While a rank waits for a collective it holds a Watchdog::Guard. If the wait lasts
 // longer than the timeout, a background thread asks every rank of the mesh where it is

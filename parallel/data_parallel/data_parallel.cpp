@@ -9,26 +9,24 @@
 #include "parallel/comm/comm_context.h"
 #include "parallel/data_parallel/gradient_buckets.h"
 #include "parallel/data_parallel/sharded_io.h"
-#include "parallel/data_parallel/zero.h"
 
 namespace shardlab::parallel {
 namespace {
 
-// Stage 0 (DP): parameters, gradients and optimizer state whole on every rank; gradients
-// all-reduced in buckets, then averaged back into each parameter's .grad, so that any
-// optimizer (AdamW, SGD) steps on them as in one process. Dense parameters reduce over
-// every batch rank; under expert parallelism the experts reduce over the ranks holding
-// the same experts, and are averaged by the same count, since each expert's gradient
-// already sums over the expert axis's tokens (the all_to_all's backward brought them).
-class DistributedDataParallel : public DataParallel {
+// Stage 0 (data_parallel.h). Dense parameters reduce over every batch rank; under expert
+// parallelism the experts reduce over the ranks holding the same experts, and are
+// averaged by the same count, since each expert's gradient already sums over the expert
+// axis's tokens (the all_to_all's backward brought them).
+class DistributedDataParallel : public GradientSync {
  public:
-  DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
-  void begin_microbatch(int index, int count) override {
-    if (buckets_) buckets_->set_sync(index == count - 1);
+  DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                          const ModelSplit& split);
+  void set_sync(bool sync) override {
+    if (buckets_) buckets_->set_sync(sync);
   }
   void finish_gradients() override;
   optim::ParamViews local_parameters() override;
-  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, nullptr); }
+  const AxisGroup* gradient_shard_group() const override { return nullptr; }  // replicated
   void zero_grad() override;
   void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
   void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
@@ -49,10 +47,11 @@ std::vector<FlatLayout::Param> flat_params(const std::vector<nn::Parameter>& par
   return out;
 }
 
-DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), params_(model.parameters()), whole_(flat_params(params_), 1), io_(c.model_shards) {
+DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
+                                                 const ModelSplit& split)
+    : axes_(DataAxes::of(mesh)), params_(model.parameters()), whole_(flat_params(params_), 1), io_(split.shards) {
   if (axes_.all->size() > 1) {
-    buckets_.emplace(split_gradient_groups(params_, c.expert_parameters, *axes_.all, *axes_.expert_data), c.bucket_mb,
+    buckets_.emplace(split_gradient_groups(params_, split.expert_parameters, *axes_.all, *axes_.expert_data), c.bucket_mb,
                      1, GradientBuckets::kAllReduce, c.overlap, MemoryCategory::Gradients);
   }
 }
@@ -113,55 +112,29 @@ std::string DistributedDataParallel::describe() const {
   return s;
 }
 
-// What DistributedDataParallel issues in one step: the bucket all-reduces of the last
-// microbatch, in bucket order.
-StepPlan plan_distributed(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
+}  // namespace
+
+std::unique_ptr<GradientSync> make_distributed_data_parallel(nn::Transformer& model, const Mesh& mesh,
+                                                             const DataParallelConfig& config, const ModelSplit& split) {
+  nn::initialize_unallocated(model, config.seed);  // deferred: every rank holds the whole model
+  return std::make_unique<DistributedDataParallel>(model, mesh, config, split);
+}
+
+// Backward fills the buckets in order; the last bucket's reduction has nothing left to
+// hide behind.
+StepPlan plan_distributed_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
+                               const ModelSplit& split) {
   const DataAxes axes = DataAxes::of(mesh);
   StepPlan plan;
   if (axes.all->size() == 1) return plan;
-  const auto groups = split_gradient_groups(model.parameters(), c.expert_parameters, *axes.all, *axes.expert_data);
+  const auto groups = split_gradient_groups(model.parameters(), split.expert_parameters, *axes.all, *axes.expert_data);
   const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, 1);
   for (size_t i = 0; i < buckets.size(); ++i) {
-    // Backward fills the last bucket last: nothing is left to hide its reduction.
     add_planned(plan, mesh, {groups[buckets[i].group].group->name(), CollectiveOp::kAllReduce,
                              buckets[i].layout.padded() * kBytesPerFloat, "grads bucket " + std::to_string(i),
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   }
   return plan;
-}
-
-}  // namespace
-
-DataAxes DataAxes::of(const Mesh& mesh) {
-  DataAxes a;
-  std::vector<std::string> names;
-  for (const char* n : {"data", "fsdp"}) {
-    if (mesh.has_axis(n)) names.push_back(n);
-  }
-  if (names.empty()) throw UserError("the mesh " + mesh.describe() + " has no data or fsdp axis; add data=1");
-  a.expert_data = &mesh.group(names);
-  if (mesh.has_axis("expert") && mesh.axis_size("expert") > 1) names.push_back("expert");
-  a.all = &mesh.group(names);
-  const bool hybrid = mesh.has_axis("fsdp") && mesh.axis_size("fsdp") > 1 && mesh.has_axis("data");
-  a.shard = hybrid ? &mesh.axis("fsdp") : a.expert_data;
-  a.replica = hybrid && mesh.axis_size("data") > 1 ? &mesh.axis("data") : nullptr;
-  std::vector<std::string> dense_replica;
-  if (a.replica) dense_replica.push_back("data");
-  if (a.all != a.expert_data) dense_replica.push_back("expert");
-  a.dense_replica = dense_replica.empty() ? nullptr : &mesh.group(dense_replica);
-  return a;
-}
-
-std::unique_ptr<DataParallel> make_bucketed_data_parallel(nn::Transformer& model, const Mesh& mesh,
-                                                          const DataParallelConfig& config) {
-  SL_ASSERT(config.zero >= 0 && config.zero <= 2, "bucketed data parallelism covers ZeRO stages 0-2");
-  nn::initialize_unallocated(model, config.seed);  // deferred: every rank holds the whole model
-  if (config.zero == 0) return std::make_unique<DistributedDataParallel>(model, mesh, config);
-  return make_zero_data_parallel(model, mesh, config);
-}
-
-StepPlan plan_bucketed_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
-  return c.zero == 0 ? plan_distributed(model, mesh, c) : plan_zero_step(model, mesh, c);
 }
 
 }  // namespace shardlab::parallel

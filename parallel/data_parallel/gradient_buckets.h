@@ -1,5 +1,5 @@
-// GradientBuckets: the bucketed gradient reducer DP and ZeRO-1/2 share (STYLE 6;
-// PyTorch DDP's Reducer, picotron's bucket.py).
+// GradientBuckets: the bucketed gradient reducer DP and ZeRO-1/2 share (PyTorch DDP's
+// Reducer, picotron's bucket.py).
 //
 // The parameters, in reverse registration order (roughly the order backward produces their
 // gradients), are packed into buckets of about bucket_mb. A grad hook counts each bucket's

@@ -50,13 +50,6 @@ void ParamIO::add_views(optim::ParamViews& out, const std::string& param, std::s
   if (at < end) add(at, end, false);
 }
 
-double ParamIO::reduce_norm(double local, const AxisGroup* data_shard) const {
-  float sum = static_cast<float>(local);
-  if (data_shard) all_reduce(*data_shard, {&sum, 1});
-  if (shards_) all_reduce(shards_->group(), {&sum, 1});
-  return sum;
-}
-
 void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<const float> slice,
                   const std::string& prefix, const ParamIO& io, bool writes, CheckpointWriter* writer) {
   MemoryScope scope(MemoryCategory::Communication);

@@ -43,10 +43,6 @@ class ParamIO {
   // all counted without one).
   void add_views(optim::ParamViews& out, const std::string& param, std::span<float> value, std::span<float> grad,
                  int64_t offset, bool decay) const;
-  // The global sum of squares from this rank's counted part: summed over `data_shard`
-  // (where gradients are sharded; nullptr where they are replicated) and over the
-  // model-parallel group.
-  double reduce_norm(double local, const AxisGroup* data_shard) const;
 
  private:
   std::shared_ptr<const ModelShards> shards_;

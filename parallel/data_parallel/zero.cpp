@@ -1,7 +1,10 @@
 #include "parallel/data_parallel/zero.h"
 
+#include <set>
+#include <string>
 #include <tuple>
 
+#include "framework/error.h"
 #include "framework/memory.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/data_parallel/gradient_buckets.h"
@@ -13,26 +16,26 @@ namespace {
 // Stage 1 all-reduces dense gradients over every batch rank and experts over the ranks
 // holding them; stage 2 reduce-scatters both over the shard group, then sums each shard
 // over its copies (replica_of).
-std::vector<GradientGroup> zero_groups(const std::vector<nn::Parameter>& params, const DataParallelConfig& c,
-                                       const DataAxes& axes) {
-  if (c.zero == 2) return split_gradient_groups(params, c.expert_parameters, *axes.shard, *axes.shard);
-  return split_gradient_groups(params, c.expert_parameters, *axes.all, *axes.expert_data);
+std::vector<GradientGroup> zero_groups(const std::vector<nn::Parameter>& params, int stage,
+                                       const std::set<std::string>& experts, const DataAxes& axes) {
+  if (stage == 2) return split_gradient_groups(params, experts, *axes.shard, *axes.shard);
+  return split_gradient_groups(params, experts, *axes.all, *axes.expert_data);
 }
 
 // Where stage 2's shard of a bucket has copies: other shard groups (hybrid) and, for dense
 // parameters under expert parallelism, the expert axis; nullptr where it has none.
-const AxisGroup* replica_of(const FlatLayout& bucket, const DataParallelConfig& c, const DataAxes& axes) {
-  return c.expert_parameters.contains(bucket.entries().front().name) ? axes.replica : axes.dense_replica;
+const AxisGroup* replica_of(const FlatLayout& bucket, const std::set<std::string>& experts, const DataAxes& axes) {
+  return experts.contains(bucket.entries().front().name) ? axes.replica : axes.dense_replica;
 }
 
-class ZeroDataParallel : public DataParallel {
+class ZeroDataParallel : public GradientSync {
  public:
-  ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
-  void begin_microbatch(int index, int count) override { buckets_.set_sync(index == count - 1); }
+  ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, const ModelSplit& split);
+  void set_sync(bool sync) override { buckets_.set_sync(sync); }
   void finish_gradients() override;
   optim::ParamViews local_parameters() override;
   // Each rank counts its own slice of the gradients.
-  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, axes_.shard); }
+  const AxisGroup* gradient_shard_group() const override { return axes_.shard; }
   void finish_step() override;
   void zero_grad() override { buckets_.zero_grad(); }
   void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
@@ -45,20 +48,21 @@ class ZeroDataParallel : public DataParallel {
   std::span<float> gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const;
 
   DataAxes axes_;
-  DataParallelConfig config_;
+  std::set<std::string> experts_;
   int stage_;
   GradientBuckets buckets_;
   ParamIO io_;
 };
 
-ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c)
-    : axes_(DataAxes::of(mesh)), config_(c), stage_(c.zero),
+ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
+                                   const ModelSplit& split)
+    : axes_(DataAxes::of(mesh)), experts_(split.expert_parameters), stage_(c.zero),
       // Stage 1 all-reduces over every data rank, but pads to the shard group, whose slices
       // the optimizer state follows.
-      buckets_(zero_groups(model.parameters(), c, axes_), c.bucket_mb, axes_.shard->size(),
+      buckets_(zero_groups(model.parameters(), c.zero, split.expert_parameters, axes_), c.bucket_mb, axes_.shard->size(),
                c.zero == 2 ? GradientBuckets::kReduceScatter : GradientBuckets::kAllReduce, c.overlap,
                MemoryCategory::Gradients),
-      io_(c.model_shards) {}
+      io_(split.shards) {}
 
 std::span<float> ZeroDataParallel::gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const {
   const Tensor& reduced = stage_ == 1 ? b.flat : b.slice;
@@ -76,7 +80,7 @@ void ZeroDataParallel::finish_gradients() {
   for (auto& bucket : buckets_.buckets()) {
     int64_t lo = 0, hi = 0;
     std::span<float> g = gradients(*bucket, lo, hi);
-    const AxisGroup* replica = replica_of(bucket->layout, config_, axes_);
+    const AxisGroup* replica = replica_of(bucket->layout, experts_, axes_);
     if (stage_ == 2 && replica) blocking([&] { all_reduce(*replica, g); });
     for (float& x : g) x *= mean;
   }
@@ -147,9 +151,11 @@ std::string ZeroDataParallel::describe() const {
 
 }  // namespace
 
-std::unique_ptr<DataParallel> make_zero_data_parallel(nn::Transformer& model, const Mesh& mesh,
-                                                      const DataParallelConfig& config) {
-  return std::make_unique<ZeroDataParallel>(model, mesh, config);
+std::unique_ptr<GradientSync> make_zero(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                        const ModelSplit& split) {
+  SL_ASSERT(config.zero == 1 || config.zero == 2, "ZeRO stages 1 and 2 share this strategy");
+  nn::initialize_unallocated(model, config.seed);  // deferred: every rank holds the whole model
+  return std::make_unique<ZeroDataParallel>(model, mesh, config, split);
 }
 
 // What ZeroDataParallel issues in one step: the bucket reductions of the last microbatch
@@ -157,10 +163,11 @@ std::unique_ptr<DataParallel> make_zero_data_parallel(nn::Transformer& model, co
 // all-reduces of a hybrid ZeRO-2 once all have arrived, the norm of the sharded
 // gradients (each rank counts its slice), and the parameter all-gathers after the
 // optimizer step.
-StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c) {
+StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
+                        const ModelSplit& split) {
   const DataAxes axes = DataAxes::of(mesh);
   const bool stage2 = c.zero == 2;
-  const std::vector<GradientGroup> groups = zero_groups(model.parameters(), c, axes);
+  const std::vector<GradientGroup> groups = zero_groups(model.parameters(), c.zero, split.expert_parameters, axes);
   const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, axes.shard->size());
   StepPlan plan;
   const auto reduce = [&](size_t i) {
@@ -171,7 +178,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   };
   const auto replica = [&](size_t i) {
-    const AxisGroup* copies = replica_of(buckets[i].layout, c, axes);
+    const AxisGroup* copies = replica_of(buckets[i].layout, split.expert_parameters, axes);
     if (stage2 && copies) {
       add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, buckets[i].layout.shard_size() * kBytesPerFloat,
                                "grads bucket " + std::to_string(i) + ", this shard"});

@@ -5,20 +5,25 @@
 //            (hybrid sharding also all-reduces that slice over the replica group);
 // then each rank updates its slice of the parameters and all-gathers them, bucket by
 // bucket. Checkpoints gather the sharded state one bucket at a time (sharded_io.h).
-// make_bucketed_data_parallel (data_parallel.h) builds it for --zero 1 and 2.
+// parallelize() builds it for --zero 1 and 2; gradient_sync.h is its interface.
 #pragma once
 
 #include <memory>
 
-#include "parallel/data_parallel/data_parallel.h"
+#include "framework/nn/transformer.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
+#include "parallel/data_parallel/gradient_sync.h"
 
 namespace shardlab::parallel {
 
-// `model`'s parameters are allocated; config.zero is 1 or 2.
-std::unique_ptr<DataParallel> make_zero_data_parallel(nn::Transformer& model, const Mesh& mesh,
-                                                      const DataParallelConfig& config);
+// config.zero is 1 or 2. Parameters built under nn::DeferParameters are allocated and
+// initialised in full from config.seed: every rank holds the whole model.
+std::unique_ptr<GradientSync> make_zero(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                        const ModelSplit& split);
 
 // The collectives it issues in one step, in issue order (step_plan.h).
-StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
+StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                        const ModelSplit& split);
 
 }  // namespace shardlab::parallel

@@ -72,12 +72,12 @@ int64_t expert_all_to_all_bytes(const nn::ModelConfig& c, int64_t rows, int64_t 
 
 void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
                                const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches) {
-  if (!mesh.has_axis("expert") || mesh.axis_size("expert") == 1 || c.experts == 0) return;
+  if (!mesh.splits(kExpertAxis) || c.experts == 0) return;
   const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len);
-  const auto add = [&](const std::string& what) { add_planned(plan, mesh, {"expert", CollectiveOp::kAllToAll, bytes, what}); };
+  const auto add = [&](const std::string& what) { add_planned(plan, mesh, {kExpertAxis, CollectiveOp::kAllToAll, bytes, what}); };
   const bool dropless = c.capacity_factor == 0.0f;
   const auto forward = [&](const std::string& b) {
-    if (dropless) add_planned(plan, mesh, {"expert", CollectiveOp::kAllReduce, kBytesPerFloat, "dropless capacity" + b});
+    if (dropless) add_planned(plan, mesh, {kExpertAxis, CollectiveOp::kAllReduce, kBytesPerFloat, "dropless capacity" + b});
     add("dispatch" + b);
     add("combine" + b);
   };

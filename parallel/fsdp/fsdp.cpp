@@ -30,15 +30,17 @@ struct Unit {
   bool launched = false;
 };
 
-class FullyShardedDataParallel : public DataParallel {
+class FullyShardedDataParallel : public GradientSync {
  public:
-  FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
+  FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                           const ModelSplit& split);
   ~FullyShardedDataParallel() override;
-  void begin_microbatch(int index, int count) override;
+  void set_sync(bool sync) override { sync_ = sync; }
+  void begin_microbatch() override { ensure_gathered(*units_[0]); }
   void finish_gradients() override;
   optim::ParamViews local_parameters() override;
   // Each rank counts its own shard of the gradients.
-  double reduce_squared_norm(double local) override { return io_.reduce_norm(local, axes_.shard); }
+  const AxisGroup* gradient_shard_group() const override { return axes_.shard; }
   void zero_grad() override;
   void gather_full_params() override;
   void release_full_params() override;
@@ -107,13 +109,13 @@ void for_each_replicated_part(const FlatLayout& layout, int64_t experts_begin, i
 }
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const Mesh& mesh,
-                                                   const DataParallelConfig& config)
+                                                   const DataParallelConfig& config, const ModelSplit& split)
     : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
       overlap_(config.overlap),
-      io_(config.model_shards) {
+      io_(split.shards) {
   const int rank = axes_.shard->rank();
-  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), config.expert_parameters)) {
-    const int64_t begin = experts_from(layout, config.expert_parameters);
+  for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), split.expert_parameters)) {
+    const int64_t begin = experts_from(layout, split.expert_parameters);
     units_.push_back(std::make_unique<Unit>(std::move(layout), begin));
   }
   // Each rank's slice comes from the model's values or, for a deferred model, straight
@@ -193,11 +195,6 @@ Tensor FullyShardedDataParallel::after_block(size_t i, const Tensor& y) {
     if (overlap_ && i > 1) start_gather(*units_[i - 1]);
     return std::vector<Tensor>{gy};
   });
-}
-
-void FullyShardedDataParallel::begin_microbatch(int index, int count) {
-  sync_ = index == count - 1;
-  ensure_gathered(*units_[0]);
 }
 
 void FullyShardedDataParallel::on_grad_ready(Unit& u, bool is_root) {
@@ -309,9 +306,10 @@ std::string FullyShardedDataParallel::describe() const {
 
 }  // namespace
 
-StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches) {
+StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                        const ModelSplit& split, int microbatches) {
   const DataAxes axes = DataAxes::of(mesh);
-  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size(), config.expert_parameters);
+  const std::vector<FlatLayout> units = fsdp_units(model, axes.shard->size(), split.expert_parameters);
   const size_t blocks = units.size() - 1;
   StepPlan plan;
   const std::string& shard = axes.shard->name();
@@ -346,7 +344,7 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   }
   for (size_t i = 0; i < units.size(); ++i) {
     const std::string what = (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard";
-    for_each_replicated_part(units[i], experts_from(units[i], config.expert_parameters), axes.shard->rank(), axes,
+    for_each_replicated_part(units[i], experts_from(units[i], split.expert_parameters), axes.shard->rank(), axes,
                              [&](const AxisGroup& copies, int64_t, int64_t count) {
                                add_planned(plan, mesh, {copies.name(), CollectiveOp::kAllReduce, count * kBytesPerFloat, what});
                              });
@@ -355,8 +353,9 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   return plan;
 }
 
-std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config) {
-  return std::make_unique<FullyShardedDataParallel>(model, mesh, config);
+std::unique_ptr<GradientSync> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                        const ModelSplit& split) {
+  return std::make_unique<FullyShardedDataParallel>(model, mesh, config, split);
 }
 
 }  // namespace shardlab::parallel

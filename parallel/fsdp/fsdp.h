@@ -28,18 +28,23 @@
 
 #include <memory>
 
-#include "parallel/data_parallel/data_parallel.h"
+#include "framework/nn/transformer.h"
+#include "parallel/comm/mesh.h"
+#include "parallel/comm/step_plan.h"
+#include "parallel/data_parallel/gradient_sync.h"
 
 namespace shardlab::parallel {
 
 // Takes each rank's slice of the model's parameters -- copied from an initialised model,
 // or computed from the initialisers (config.seed) for one built under
 // nn::DeferParameters, which then never holds its full parameters -- and frees the full
-// parameters. See data_parallel.h for the interface.
-std::unique_ptr<DataParallel> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config);
+// parameters. See data_parallel/gradient_sync.h for the interface.
+std::unique_ptr<GradientSync> make_fsdp(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                                        const ModelSplit& split);
 
 // The collectives make_fsdp's strategy issues in one training step, in issue order
 // (plan_step in parallel/parallelize.h).
-StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config, int microbatches);
+StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& config,
+                        const ModelSplit& split, int microbatches);
 
 }  // namespace shardlab::parallel

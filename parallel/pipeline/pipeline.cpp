@@ -40,7 +40,7 @@ std::vector<int> holders(const std::string& name, const nn::ModelConfig& m, cons
 class PipelineShards : public ModelShards {
  public:
   PipelineShards(const Mesh& mesh, bool duplicate_embedding, std::shared_ptr<const ModelShards> inner)
-      : group_(inner ? mesh.group_named("pipe+" + inner->group().name()) : mesh.axis("pipe")),
+      : group_(inner ? mesh.group_named(std::string(kPipeAxis) + "+" + inner->group().name()) : mesh.axis(kPipeAxis)),
         duplicate_(duplicate_embedding),
         inner_(std::move(inner)) {}
 
@@ -142,7 +142,7 @@ struct PipelineParallel::InFlight {
 
 PipelineParallel::PipelineParallel(nn::Transformer& model, const Mesh& mesh, const PipelineConfig& config,
                                    std::shared_ptr<const ModelShards> inner)
-    : model_(model), pipe_(mesh.axis("pipe")), config_(config),
+    : model_(model), pipe_(mesh.axis(kPipeAxis)), config_(config),
       schedule_(make_pipeline_schedule(config.schedule, pipe_.size(), config.virtual_stages, config.microbatches)),
       first_block_(stage_boundaries(model.config, schedule_.num_stages(), config.layers)) {
   prediction_ = check(schedule_);  // Layout::validate has checked it already
@@ -291,7 +291,7 @@ std::string PipelineParallel::describe() const {
 }
 
 void plan_pipeline_step(StepPlan& plan, const Mesh& mesh) {
-  add_planned(plan, mesh, {"pipe", CollectiveOp::kAllReduce, 2 * kBytesPerFloat, "loss and idle time"});
+  add_planned(plan, mesh, {kPipeAxis, CollectiveOp::kAllReduce, 2 * kBytesPerFloat, "loss and idle time"});
 }
 
 }  // namespace shardlab::parallel

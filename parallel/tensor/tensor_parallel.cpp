@@ -262,7 +262,7 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
 
 void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
                                const TensorParallelConfig& config, int64_t rows, int64_t seq_len, int microbatches) {
-  const std::string tp = "tensor";
+  const std::string tp = kTensorAxis;
   if (!mesh.has_axis(tp) || mesh.axis_size(tp) == 1) return;
   const int t = mesh.axis_size(tp);
   const bool sp = config.sequence_parallel && rows % t == 0;

@@ -79,7 +79,7 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
 // Rank `rank`'s shard of `model` on a tensor axis of size `t` without any hook or
 // collective: parameters cut as apply_tensor_parallel cuts them (deferred ones filled
 // from `seed`) and attention's head counts set. apply_tensor_parallel starts with it; on
-// its own it is a stand-in for timing one rank's compute (examples/support/compute_probe.h).
+// its own it is a stand-in for timing one rank's compute (parallel/runtime/compute_probe.h).
 void shard_tensor_shapes(nn::Transformer& model, int t, int rank, uint64_t seed);
 
 // Appends the collectives those hooks issue on the tensor axis in one training step of

@@ -1,6 +1,6 @@
 // train_gpt's flag parser and run checks on any command line (the input split at NUL
 // bytes): a UserError naming the flag, or a configuration that passed every check.
-#include "examples/support/run_config.h"
+#include "examples/train/run_flags.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace shardlab;
@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   return fuzz::refuse_or_run([&] {
-    const cli::RunConfig run = cli::parse_run_config(static_cast<int>(argv.size()), argv.data());
+    const runtime::RunConfig run = cli::parse_run_config(static_cast<int>(argv.size()), argv.data());
     if (run.help) return;
     const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
     layout.validate(run.layout_checks(), 8);

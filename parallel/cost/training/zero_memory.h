@@ -1,7 +1,7 @@
 // The training state one rank holds under model parallelism and ZeRO (book chapter
 // "training": FSDP is ZeRO-3; the stages are the ZeRO paper's), in parameters' worth --
 // multiply each piece by its bytes per parameter. The cost model's step estimate
-// (training/train_step.h) and train_gpt's memory check (examples/support/memory_estimate.h)
+// (training/train_step.h) and train_gpt's memory check (parallel/runtime/memory_estimate.h)
 // both count memory with it.
 //
 //   const double local = model_shard_params(count_params(shape), 2, 1, 1);   // tensor = 2

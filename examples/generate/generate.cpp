@@ -1,0 +1,181 @@
+// generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling,
+// on one process or with the weights and the KV cache split over a tensor axis.
+//
+//   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
+//   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
+//   mpirun -n 2 generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --mesh tensor=2
+//   generate --ckpt runs/ckpt_002000.h5 --prompts prompts.txt        (one prompt per line, one batch)
+//   generate --ckpt runs/ckpt_002000.h5 --max-new 500 --sliding-window (past the context)
+//
+// The text goes to stdout; the measured prefill and per-token decode latency, with the
+// cost model's prediction on the calibrated local profile beside them, to stderr.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <cxxopts.hpp>
+
+#include "framework/error.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/inference/prefill_decode.h"
+#include "parallel/layout.h"
+#include "parallel/parallelize.h"
+#include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/sampling.h"
+#include "parallel/runtime/training_state.h"
+
+using namespace shardlab;
+
+namespace {
+
+// One line on stderr: prefill and decode, measured, and predicted by the cost model on the
+// calibrated `local` profile (weights and KV in fp32, over `chips` ranks, batch as run).
+void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& config, int chips) {
+  const double decode_ms = t.decode_steps > 0 ? 1e3 * t.decode_seconds / t.decode_steps : 0.0;
+  const long long B = t.batch;
+  std::fprintf(stderr,
+               "batch %lld | prefill %lld x %lld tokens: %.2f ms (%.0f tokens/s) | decode %lld steps: %.3f ms per step "
+               "(%.0f tokens/s)",
+               B, B, static_cast<long long>(t.prompt_tokens), 1e3 * t.prefill_seconds,
+               t.prefill_seconds > 0 ? B * t.prompt_tokens / t.prefill_seconds : 0.0,
+               static_cast<long long>(t.decode_steps), decode_ms, decode_ms > 0 ? 1e3 * B / decode_ms : 0.0);
+  if (t.slides > 0) {
+    std::fprintf(stderr, " | %lld window slides: %.2f ms", static_cast<long long>(t.slides), 1e3 * t.slide_seconds);
+  }
+  const cost::HardwareProfile hw = cost::hardware("local");
+  if (!hw.calibrated) {
+    std::fprintf(stderr, ", measured (no prediction: the local profile is not calibrated; run `shardlab-plan calibrate`)\n");
+    return;
+  }
+  const cost::ServedModel served = cost::served_model(cost::shape_of(config), cost::DType::kFp32);
+  const cost::InferenceConfig prefill{.batch = t.batch, .context = t.prompt_tokens, .chips = chips,
+                                      .weights = cost::DType::kFp32, .activations = cost::DType::kFp32};
+  cost::InferenceConfig decode = prefill;
+  decode.context = t.prompt_tokens + t.decode_steps / 2;  // the cache's mean length while decoding
+  std::fprintf(stderr, ", measured; predicted on the local profile: prefill %.2f ms, decode %.3f ms per step\n",
+               1e3 * cost::estimate_prefill(served, prefill, hw).seconds,
+               1e3 * cost::estimate_decode(served, decode, hw).step_seconds);
+}
+
+// The prompts as token ids: --prompt, or --prompts FILE with one prompt per line (empty
+// lines skipped). Bytes are tokens.
+std::vector<std::vector<int>> read_prompts(const cxxopts::ParseResult& p, const nn::ModelConfig& config) {
+  std::vector<std::string> texts;
+  if (p.count("prompts")) {
+    const std::string path = p["prompts"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) throw UserError("cannot read --prompts file " + path + ": " + std::strerror(errno));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) texts.push_back(line);
+    }
+    if (texts.empty()) throw UserError("--prompts file " + path + " holds no prompt; write one prompt per line");
+  } else {
+    texts.push_back(p["prompt"].as<std::string>());
+    if (texts[0].empty()) throw UserError("--prompt is empty; give at least one byte of text to continue (default: a newline)");
+  }
+  std::vector<std::vector<int>> prompts;
+  for (const std::string& text : texts) {
+    std::vector<int>& ids = prompts.emplace_back();
+    for (char c : text) {
+      const int id = static_cast<unsigned char>(c);
+      if (id >= config.vocab) throw UserError("prompt byte " + std::to_string(id) + " is outside the model vocabulary");
+      ids.push_back(id);
+    }
+  }
+  return prompts;
+}
+
+int run(int argc, char** argv) {
+  cxxopts::Options o("generate", "Sample text from a train_gpt checkpoint (KV-cached decoding).");
+  o.add_options()("ckpt", "checkpoint file (.h5) written by train_gpt", cxxopts::value<std::string>())(
+      "prompt", "text to continue (bytes are tokens)", cxxopts::value<std::string>()->default_value("\n"))(
+      "prompts", "file of prompts, one per line, decoded together as one batch (left-padded to one length)",
+      cxxopts::value<std::string>())(
+      "sliding-window", "let the output run past the model context: when the KV cache fills, keep each "
+      "row's last context/2 tokens and prefill them again")(
+      "max-new", "tokens to generate", cxxopts::value<int>()->default_value("64"))(
+      "temperature", "0 for greedy, else softmax temperature", cxxopts::value<float>()->default_value("0"))(
+      "top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int>()->default_value("0"))(
+      "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
+      "collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
+      "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))(
+      "stop-at-newline", "stop after the first newline")(
+      "mesh", "mesh axes: data=1 (one process) or tensor=N (weights and KV cache split by heads over N ranks)",
+      cxxopts::value<std::string>()->default_value("data=1"))("h,help", "print this help");
+  cxxopts::ParseResult p;
+  try {
+    p = o.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw bad_command_line(e.what(), argc, argv);
+  }
+  if (p.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
+  if (!p.count("ckpt")) throw UserError("--ckpt is required: the checkpoint file to load (see train_gpt --ckpt-dir)");
+  const std::string path = p["ckpt"].as<std::string>();
+  const double timeout = parallel::collective_timeout_from_flag(p["collective-timeout"].as<double>());
+  const int max_new = p["max-new"].as<int>();
+  if (max_new <= 0) throw UserError("--max-new must be positive, got " + std::to_string(max_new));
+  if (p["temperature"].as<float>() < 0) {
+    throw UserError("--temperature must be 0 (greedy) or positive, got " + std::to_string(p["temperature"].as<float>()));
+  }
+  if (p["top-k"].as<int>() < 0) {
+    throw UserError("--top-k must be 0 (all tokens) or positive, got " + std::to_string(p["top-k"].as<int>()));
+  }
+  if (p.count("prompts") && p.count("prompt")) throw UserError("give --prompt or --prompts FILE, not both");
+  const bool sliding = p.count("sliding-window") > 0;
+
+  const nn::ModelConfig config = runtime::checkpoint_model_config(path);
+  const std::vector<std::vector<int>> prompts = read_prompts(p, config);
+  size_t longest = 0;
+  for (const auto& ids : prompts) longest = std::max(longest, ids.size());
+  if (!sliding && static_cast<int64_t>(longest) + max_new > config.context) {
+    throw UserError("the longest prompt's " + std::to_string(longest) + " tokens plus --max-new " +
+                    std::to_string(max_new) + " exceed the model context " + std::to_string(config.context) +
+                    "; shorten the prompt, lower --max-new, or pass --sliding-window to let the output run on");
+  }
+  // Every rank validates the layout against the model before the first collective.
+  const parallel::Layout layout = parallel::Layout::from_spec(p["mesh"].as<std::string>());
+  layout.validate({.model = config}, parallel::Comm::borrowed(MPI_COMM_WORLD).size());
+  if (layout.data_ranks() > 1) {
+    throw UserError("generate decodes every prompt on every rank: mesh " + layout.describe() +
+                    " has data ranks; use tensor=N to split the model instead");
+  }
+  parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+  mesh.context().watchdog.set_timeout(timeout);
+  runtime::ensure_local_profile(mesh, stderr);  // stdout is the generated text
+  const auto model_owned = [&] {
+    nn::DeferParameters defer;  // each rank allocates only its shards
+    return std::make_unique<nn::Transformer>(config);
+  }();
+  nn::Transformer& model = *model_owned;
+  runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
+
+  const runtime::SampleOptions options{.max_new = max_new,
+                                   .temperature = p["temperature"].as<float>(),
+                                   .top_k = p["top-k"].as<int>(),
+                                   .seed = p["seed"].as<uint64_t>(),
+                                   .stop_token = p.count("stop-at-newline") ? '\n' : -1,
+                                   .sliding_window = sliding};
+  runtime::SampleTiming timing;
+  const auto outputs = runtime::sample(model, prompts, options, &timing);  // the same on every rank
+  if (mesh.rank() == 0) {
+    for (size_t r = 0; r < prompts.size(); ++r) {
+      if (r > 0) std::printf("---\n");  // between the results of a --prompts batch
+      std::string text(prompts[r].begin(), prompts[r].end());
+      for (int t : outputs[r]) text += static_cast<char>(t);
+      std::printf("%s\n", text.c_str());
+    }
+    std::fflush(stdout);
+    report_latency(timing, config, mesh.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parallel::MpiRuntime mpi(argc, argv);
+  return parallel::run_mpi_main(MPI_COMM_WORLD, [&] { return run(argc, argv); });
+}

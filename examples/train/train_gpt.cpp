@@ -1,0 +1,152 @@
+// train_gpt: the main job. Trains a GPT-2 or LLaMA-style model on the embedded arithmetic
+// task (or a text file / llm.c shard), on one process or many, and reports measured speed
+// against the measured peak and the cost model's prediction.
+//
+//   train_gpt                                           # gpt-arith on arithmetic, one process
+//   mpirun -n 4 train_gpt --mesh data=4 --zero 3        # the same model, ZeRO-3 over 4 ranks
+//   train_gpt --resume runs/ckpt_000100.h5              # continues bit for bit, in any layout
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+#include "examples/train/run_flags.h"
+#include "examples/train/run_report.h"
+#include "framework/error.h"
+#include "optim/gradient_record.h"
+#include "optim/schedule.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/comm_context.h"
+#include "parallel/comm/link_emulation.h"
+#include "parallel/runtime/data_source.h"
+#include "parallel/runtime/dry_run.h"
+#include "parallel/runtime/evaluate.h"
+#include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/memory_estimate.h"
+#include "parallel/runtime/metrics.h"
+#include "parallel/runtime/training_state.h"
+#include "parallel/train_step.h"
+
+using namespace shardlab;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int train(int argc, char** argv) {
+  const runtime::RunConfig run = cli::parse_run_config(argc, argv);
+  if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
+  if (run.threads > 0) omp_set_num_threads(run.threads);
+  // The first collective: ranks started with different flags stop here, not in a hang.
+  parallel::check_same_configuration(MPI_COMM_WORLD, run.flags);  // --config files expanded
+
+  // Every rank validates the same layout against the model and batch before the first collective.
+  const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
+  layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
+  if (!run.dry_run) runtime::check_fits_in_memory(run, layout);
+  parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+  if (!run.dry_run) runtime::prepare_output_paths(run, mesh.rank() == 0);
+  runtime::ensure_local_profile(mesh, stdout);  // predictions need this machine measured
+  parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
+  mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));
+  mesh.context().trace.set_recording(!run.trace.empty());
+  if (!run.trace.empty()) mesh.context().trace.align_clocks(mesh.comm());  // hosts' clocks differ
+  const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
+  const runtime::DataSource data = runtime::open_data(run);
+  data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());
+  // Built without storage; the layout allocates and initialises what each rank keeps
+  // (ZeRO-3: only its slice), from the same seed whatever the layout.
+  const auto owned = [&] {
+    nn::DeferParameters defer;
+    return std::make_unique<nn::Transformer>(run.model);
+  }();
+  nn::Transformer& model = *owned;
+  if (run.dry_run) return runtime::dry_run(run, mesh, model), 0;
+  // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
+  const parallel::StepPlan plan = runtime::plan_train_step(run, mesh, model);
+  parallel::check_plan_agreement(mesh, plan);
+  const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, run.parallel());
+  // Built outside the strategy, over the parameter elements this rank updates.
+  const auto optimizer = optim::make_optimizer(run.optimizer_config(), parallel_model.parameters());
+  const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
+  runtime::TrainState state;
+  const std::string resume = run.resume.empty() ? "" : runtime::resolve_resume(run.resume, run.ckpt_dir);
+  if (!resume.empty()) {
+    state = runtime::load_checkpoint(resume, parallel_model, *optimizer, run.model);
+    if (state.step >= run.steps) {
+      throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +
+                      std::to_string(run.steps) + "; raise --steps to train further");
+    }
+    loader.set_position(state.data_position);
+  }
+  cli::RunReport report(run, mesh, parallel_model, data, plan);  // prints on rank 0 only
+  if (!resume.empty()) report.resumed(resume, state.step);
+  runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
+
+  if (run.save_step0 && resume.empty()) {
+    runtime::save_checkpoint(runtime::checkpoint_path(run.ckpt_dir, 0), mesh, parallel_model, *optimizer, state, run);
+    report.saved(runtime::checkpoint_path(run.ckpt_dir, 0));
+  }
+  const int64_t first_step = state.step;
+  for (int64_t step = state.step; step < run.steps; ++step) {
+    const auto t0 = Clock::now();
+    const double comm0 = parallel_model.exposed_comm_seconds();
+    const data::Batch batch = loader.next();  // this rank's rows of the global batch
+    const float lr = schedule.lr(step);
+    // --dump-grads: the first step's final gradients, saved before the update changes the
+    // weights they belong to (not counted in the step's time).
+    double dump_seconds = 0;
+    const auto dump_gradients = [&] {
+      const auto d0 = Clock::now();
+      optim::GradientRecord record(parallel_model.parameters());
+      record.step(0.0f);
+      runtime::save_checkpoint(run.dump_grads, mesh, parallel_model, record, {step, loader.position()}, run);
+      report.wrote_gradients(run.dump_grads);
+      dump_seconds = seconds_since(d0);
+    };
+    // forward, backward (gradients sync in the last microbatch), finish, clip, step
+    const parallel::StepResult r =
+        parallel::train_step(model, parallel_model, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
+                             step == first_step && !run.dump_grads.empty() ? dump_gradients : std::function<void()>{});
+    float loss = static_cast<float>(r.loss);
+    parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
+    state = {step + 1, loader.position()};
+    const double seconds = seconds_since(t0) - dump_seconds;
+    if (run.model.experts > 0) report.moe(r.moe);
+    report.step(state.step, loss / axes.all->size(), lr, r.grad_norm, seconds, parallel_model.exposed_comm_seconds() - comm0,
+                metrics);
+    if (step == first_step) mesh.context().watchdog.set_timeout(run.watchdog_timeout(seconds));
+
+    const bool last = state.step == run.steps;
+    if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {
+      parallel_model.gather_full_params();
+      report.eval(state.step, runtime::evaluate(model, data, run), metrics);
+      parallel_model.release_full_params();
+    }
+    // The step's row is on disk before its checkpoint: a job killed in between resumes from
+    // the previous checkpoint and rewrites the row, one killed after has both.
+    metrics.flush_row();
+    if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
+      const std::string path = runtime::checkpoint_path(run.ckpt_dir, state.step);
+      runtime::save_checkpoint(path, mesh, parallel_model, *optimizer, state, run);
+      report.saved(path);
+    }
+  }
+  report.finish();
+  if (!run.trace.empty()) {
+    mesh.context().trace.write_chrome_trace(mesh.comm(), run.trace);
+    report.wrote_trace(run.trace);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parallel::MpiRuntime mpi(argc, argv);
+  return parallel::run_mpi_main(MPI_COMM_WORLD, [&] { return train(argc, argv); });
+}

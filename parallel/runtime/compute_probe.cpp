@@ -1,0 +1,118 @@
+#include "parallel/runtime/compute_probe.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "parallel/runtime/metrics.h"
+#include "framework/nn/module.h"
+#include "framework/nn/transformer.h"
+#include "framework/rng.h"
+#include "parallel/comm/comm.h"
+#include "parallel/comm/collectives.h"
+#include "parallel/data_parallel/gradient_sync.h"
+#include "parallel/tensor/tensor_parallel.h"
+
+namespace shardlab::runtime {
+namespace {
+
+constexpr int kRepeats = 7;          // the median of seven, after one warm-up pass
+constexpr int64_t kMaxPeriods = 4;   // the long stand-in's periods at most
+constexpr int64_t kProbeTokens = 512;  // tokens timed (whole sequences); a microbatch's time scales with its rows
+
+// The run's model cut to `blocks` blocks and to this rank's tensor shard, with one
+// microbatch of tokens from its shard of the vocabulary.
+struct StandIn {
+  std::unique_ptr<nn::Transformer> model;
+  std::vector<int32_t> ids;
+  int64_t rows = 0, seq = 0;
+
+  StandIn(const RunConfig& run, int64_t blocks, int tensor, int64_t rows_) : rows(rows_), seq(run.sequence_length()) {
+    nn::ModelConfig c = run.model;
+    c.n_layers = blocks;
+    {
+      nn::DeferParameters defer;
+      model = std::make_unique<nn::Transformer>(c);
+    }
+    if (tensor > 1) parallel::shard_tensor_shapes(*model, tensor, 0, run.seed);
+    nn::initialize_unallocated(*model, run.seed);
+    // Dropless layers size their buffers by the routing, and random tokens route more
+    // evenly than text: time them at their bound, every expert taking the whole sequence.
+    for (auto& block : model->blocks) {
+      if (block->moe) block->moe->agree_capacity = [seq = seq](int64_t) { return seq; };
+    }
+    const uint64_t vocab = static_cast<uint64_t>(std::max<int64_t>(1, c.vocab / tensor));
+    const Rng rng(run.seed);
+    ids.resize(static_cast<size_t>(rows * seq));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(rng.bits(0, i) % vocab);
+  }
+
+  double step_seconds() {  // forward and backward
+    const auto start = std::chrono::steady_clock::now();
+    model->loss(ids, ids, rows, seq).backward();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    model->zero_grad();
+    return seconds;
+  }
+};
+
+}  // namespace
+
+std::string ComputeProbe::describe() const {
+  char text[128];
+  std::snprintf(text, sizeof text, "%s %.1f ms + head %.1f ms per microbatch",
+                period_blocks > 1 ? "period of blocks" : "block", period_seconds * 1e3, head_seconds * 1e3);
+  return text;
+}
+
+ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
+  const int tensor = mesh.size_of(parallel::kTensorAxis);
+  const int64_t rows =
+      std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).all->size() / std::max(1, run.grad_accum));
+  ComputeProbe probe;
+  probe.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
+  const int64_t seq = std::max<int64_t>(1, run.sequence_length());
+  const int64_t timed = std::min(rows, std::max<int64_t>(1, (kProbeTokens + seq - 1) / seq));
+  // The long stand-in has as many periods as this rank's stage (up to kMaxPeriods): its
+  // time is then the stage's own, and extrapolating to deeper stages divides the noise of
+  // the difference by K - 1.
+  const int pipe = mesh.size_of(parallel::kPipeAxis);
+  const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / pipe / probe.period_blocks);
+  const int64_t K = std::clamp<int64_t>(stage_periods, 2, kMaxPeriods);
+  StandIn one_period(run, probe.period_blocks, tensor, timed), k_periods(run, K * probe.period_blocks, tensor, timed);
+  std::vector<double> ones, longs;
+  for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
+    const double a = one_period.step_seconds(), b = k_periods.step_seconds();
+    if (pass == 0) continue;  // warm-up: oneDNN primitives, first touch of the buffers
+    ones.push_back(a);
+    longs.push_back(b);
+  }
+  // The median, not the fastest: a step is measured by its median too, and on a shared
+  // machine the fastest pass is a moment the steps will rarely see.
+  const double one = median(ones), many = median(longs);
+  const double period = std::max((many - one) / static_cast<double>(K - 1), 0.5 * one);
+  double mine = 0;  // this rank's whole probe
+  for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + longs[i];
+  // Scaled to the microbatch's rows; the mean over the ranks, all probing at once.
+  const double scale = static_cast<double>(rows) / static_cast<double>(timed);
+  std::vector<float> measured = {static_cast<float>(scale * period), static_cast<float>(scale * std::max(0.0, one - period)),
+                                 static_cast<float>(mine)};
+  parallel::all_reduce(mesh.all(), measured);
+  probe.period_seconds = measured[0] / mesh.size();
+  probe.head_seconds = measured[1] / mesh.size();
+  // The slowest rank's probe against the mean: what a synchronised step waits for.
+  float slowest = static_cast<float>(mine);
+  parallel::all_reduce(mesh.all(), {&slowest, 1}, parallel::ReduceOp::kMax);
+  const double mean = measured[2] / mesh.size();
+  probe.rank_skew = mean > 0 ? std::max(0.0, slowest / mean - 1.0) : 0.0;
+  const double threads = static_cast<double>(parallel::ranks_sharing_node(mesh.all().comm())) * omp_get_max_threads();
+  probe.core_sharing = std::max(1.0, threads / std::max(1u, std::thread::hardware_concurrency()));
+  return probe;
+}
+
+}  // namespace shardlab::runtime

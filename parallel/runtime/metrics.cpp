@@ -1,0 +1,85 @@
+#include "parallel/runtime/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "framework/error.h"
+#include "parallel/cost/model/transformer.h"
+
+namespace shardlab::runtime {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
+  cost::TransformerShape s = cost::shape_of(c);
+  s.context = seq_len;
+  s.bias = false;  // the MFU convention's N: weight matrices only (the planner counts GPT's biases)
+  return cost::train_flops_per_token(s, nn::Remat::None);
+}
+
+namespace {
+
+// The rows of the JSONL file at `path` whose step is at most `last_step`.
+std::string rows_up_to(const std::string& path, int64_t last_step) {
+  std::ifstream in(path);
+  std::string kept, line;
+  const std::string key = "\"step\": ";
+  while (std::getline(in, line)) {
+    const size_t at = line.find(key);
+    if (at != std::string::npos && std::atoll(line.c_str() + at + key.size()) <= last_step) kept += line + "\n";
+  }
+  return kept;
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
+  if (path.empty()) return;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  const std::string earlier = resumed_at > 0 ? rows_up_to(path, resumed_at) : "";
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_) std::fputs(earlier.c_str(), file_);
+  if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::flush_row() {
+  if (!file_ || row_.empty()) return row_.clear();
+  // One JSON object per line, `"key": value` pairs in key order; a non-finite
+  // value (a diverged loss) is null.
+  std::string line = "{";
+  for (const auto& [key, value] : row_) {
+    if (line.size() > 1) line += ", ";
+    const bool whole = std::isfinite(value) && value == std::round(value) && std::abs(value) < 9e15;  // a step, a count
+    const nlohmann::json v = whole ? nlohmann::json(static_cast<int64_t>(value)) : nlohmann::json(value);
+    line += nlohmann::json(key).dump() + ": " + (std::isfinite(value) ? v.dump() : "null");
+  }
+  line += "}\n";
+  std::fputs(line.c_str(), file_);
+  std::fflush(file_);
+  row_.clear();
+}
+
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+}  // namespace shardlab::runtime
