@@ -393,5 +393,5 @@ TEST_CASE("sharded arrays on a named mesh: local shape, bytes per device, replic
   CHECK_THROWS_WITH_AS(shard_array({8, 8}, "W,", parse_named_mesh("X=2"), 1), doctest::Contains("'W' is not in the mesh"),
                        UserError);
   CHECK_THROWS_WITH_AS(shard_array({8, 8}, "X", parse_named_mesh("X=2"), 1), doctest::Contains("has 1 entries"), UserError);
-  CHECK_THROWS_WITH_AS(parse_named_mesh("X=0"), doctest::Contains("sizes are >= 1"), UserError);
+  CHECK_THROWS_WITH_AS(parse_named_mesh("X=0"), doctest::Contains("sizes must be at least 1"), UserError);
 }

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "framework/error.h"
+#include "parallel/mesh_spec.h"
 
 namespace shardlab::plan {
 
@@ -19,12 +21,12 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
     throw UserError("layout " + l.describe() + " shards the sequence " + std::to_string(l.sequence) +
                     " ways; train_gpt has no sequence axis, so give --cluster local or a layout without sequence");
   }
-  std::string mesh;
-  for (const auto& [axis, size] : {std::pair{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe}, {"expert", l.expert},
-                                   {"tensor", l.tensor}}) {
-    if (size > 1) mesh += (mesh.empty() ? "" : ",") + std::string(axis) + "=" + std::to_string(size);
+  std::vector<parallel::AxisSpec> mesh;
+  for (const parallel::AxisSpec& axis : {parallel::AxisSpec{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe},
+                                         {"expert", l.expert}, {"tensor", l.tensor}}) {
+    if (axis.size > 1) mesh.push_back(axis);
   }
-  if (mesh.empty()) mesh = "data=1";
+  if (mesh.empty()) mesh.push_back({"data", 1});
   const auto flag = [](const char* name, int64_t value) { return std::string(" --") + name + " " + std::to_string(value); };
   std::string cmd = run_script_path() + " -n " + std::to_string(l.chips()) + " -- " + train_gpt_path();
   cmd += std::string(" --arch ") + (m.gated_mlp ? "llama" : "gpt");
@@ -33,7 +35,7 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   if (m.gated_mlp) cmd += flag("kv-heads", m.kv_heads);
   cmd += flag("d-ff", m.d_ff);
   if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
-  cmd += " --mesh " + mesh + (l.fsdp > 1 ? " --zero 3" : "");
+  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp > 1 ? " --zero 3" : "");
   cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
   cmd += std::string(" --remat ") + nn::remat_name(c.remat);
   if (!extra.empty()) cmd += " " + extra;

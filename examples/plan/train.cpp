@@ -19,6 +19,7 @@
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"
+#include "parallel/mesh_spec.h"
 
 namespace shardlab::plan {
 namespace {
@@ -115,29 +116,20 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
   return text + book_verdict_line(k.comm_to_compute, e);
 }
 
-// "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]"; the axes must multiply to `chips`.
+// "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]", in any order (the mesh parser,
+// parallel/mesh_spec.h); the axes must multiply to `chips`.
 Layout parse_layout(const std::string& text, int chips) {
   Layout l;
-  std::vector<std::string> seen;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t stop = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, stop - start);
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    const int value = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
+  for (const parallel::AxisSpec& item : parallel::parse_axis_sizes(text, {}, "data=2,tensor=2,microbatches=4")) {
+    const std::string& key = item.name;
     int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "sequence" ? &l.sequence
                : key == "pipe" ? &l.pipe
                : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
                : key == "microbatches" ? &l.microbatches : nullptr;
-    if (!field || value < 1)
-      throw UserError("--layout item '" + item + "' must be data|fsdp|sequence|pipe|expert|tensor|microbatches=<positive>");
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      throw UserError("--layout " + text + " names " + key + " twice; give each axis once");
-    }
-    seen.push_back(key);
-    *field = value;
-    start = stop + 1;
+    if (!field)
+      throw UserError("--layout " + text + " names '" + key +
+                      "'; give sizes of data, fsdp, sequence, pipe, expert, tensor and microbatches");
+    *field = item.size;
   }
   if (l.chips() != chips)
     throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +

@@ -20,7 +20,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 }
 
 bool has_axis(const NamedMesh& mesh, const std::string& name) {
-  return std::any_of(mesh.axes.begin(), mesh.axes.end(), [&](const auto& a) { return a.first == name; });
+  return std::any_of(mesh.axes.begin(), mesh.axes.end(), [&](const auto& a) { return a.name == name; });
 }
 
 // One dimension's entry: "" / "-" (replicated), "X+Y", or "XY" with one-letter axis names.
@@ -45,29 +45,12 @@ int NamedMesh::size(const std::string& axis) const {
   for (const auto& [name, size] : axes) {
     if (name == axis) return size;
   }
-  std::string names;
-  for (const auto& [name, size] : axes) names += (names.empty() ? "" : ", ") + name;
-  throw UserError("mesh axis '" + axis + "' is not in the mesh (its axes: " + names + ")");
+  std::vector<std::string> names;
+  for (const auto& [name, size] : axes) names.push_back(name);
+  throw UserError("mesh axis '" + axis + "' is not in the mesh (its axes: " + parallel::join_names(names, ", ") + ")");
 }
 
-NamedMesh parse_named_mesh(const std::string& text) {
-  NamedMesh mesh;
-  for (const std::string& entry : split(text, ',')) {
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) throw UserError("--mesh entry '" + entry + "' must look like X=4");
-    const std::string name = entry.substr(0, eq);
-    int size = 0;
-    try {
-      size = std::stoi(entry.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw UserError("--mesh entry '" + entry + "' has no integer size");
-    }
-    if (size < 1) throw UserError("--mesh axis " + name + " has size " + std::to_string(size) + "; sizes are >= 1");
-    if (has_axis(mesh, name)) throw UserError("--mesh names axis '" + name + "' twice");
-    mesh.axes.emplace_back(name, size);
-  }
-  return mesh;
-}
+NamedMesh parse_named_mesh(const std::string& text) { return {parallel::parse_axis_sizes(text, {}, "X=4,Y=8")}; }
 
 ShardedArray shard_array(const std::vector<int64_t>& shape, const std::string& spec, const NamedMesh& mesh,
                          double bytes_per_element) {

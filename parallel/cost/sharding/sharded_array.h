@@ -9,17 +9,19 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "parallel/mesh_spec.h"
 
 namespace shardlab::cost {
 
 struct NamedMesh {
-  std::vector<std::pair<std::string, int>> axes;  // in order, e.g. {{"X", 4}, {"Y", 8}}
+  std::vector<parallel::AxisSpec> axes;  // in order, e.g. {{"X", 4}, {"Y", 8}}
   int devices() const;
   int size(const std::string& axis) const;  // UserError for an axis the mesh lacks
 };
-// "X=4,Y=8"; UserError on a bad entry, a repeated name or a size below 1.
+// "X=4,Y=8": any names, in any order (parallel::parse_axis_sizes); UserError on a bad entry,
+// a repeated name or a size below 1.
 NamedMesh parse_named_mesh(const std::string& text);
 
 struct ShardedArray {
