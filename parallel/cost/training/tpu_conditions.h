@@ -1,6 +1,6 @@
 // The book's compute-bound conditions (chapter "training") evaluated for one concrete
 // layout over all its mesh axes at once, and across pods (network/multipod.h), instead of one axis
-// at a time (the per-axis forms are in training/train_step.h).
+// at a time (the per-axis forms are in training/axis_conditions.h).
 //
 // Within one ICI domain (a pod, or the whole slice if smaller) of N chips holding B tokens,
 // with the layout's batch axes inside the pod X = fsdp x sequence over M_X torus axes, a
