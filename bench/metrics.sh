@@ -2,8 +2,9 @@
 
 # median FILE FIELD: the median of FIELD over a run's steps, leaving out the first two
 # (oneDNN primitive creation and first-touch page faults make them slow).
-median() { grep -o "\"$2\": [^,}]*" "$1" | awk '{print $2}' | tail -n +3 | sort -g |
-           awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { grep -o "\"$2\": [^,}]*" "$1" | awk '{print $2}' | tail -n +3 | median_of; }
+# median_of: the median of the numbers on standard input, one a line.
+median_of() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 # bench_setup DIR: makes the output directory DIR and a temporary directory $tmp (removed
 # at exit), and exports the environment of one-thread MPI runs as root.

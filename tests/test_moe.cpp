@@ -218,7 +218,7 @@ TEST_CASE("dropless buffers hold what the fullest expert needs, and compute what
     nn::initialize(m, 3);
     for (auto& b : m.blocks) {
       if (!b->moe || (agree == 0 && !needs)) continue;
-      b->moe->agree_capacity = [agree, needs](int64_t needed) {
+      b->moe->expert_parallel.agree_capacity = [agree, needs](int64_t needed) {
         if (needs) needs->push_back(needed);
         return agree > 0 ? agree : needed;
       };

@@ -14,9 +14,9 @@ Linear::Linear(Module& parent, const std::string& name, int64_t in, int64_t out,
 Tensor Linear::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
     const Tensor w = use("weight", weight), b = use("bias", bias);
-    if (product) return product(in, w, b);
-    if (!reduce_partial) return rematerialised_linear(*this, in, w, b);
-    Tensor y = reduce_partial(rematerialised_linear(*this, in, w, Tensor()));
+    if (tensor_parallel.product) return tensor_parallel.product(in, w, b);
+    if (!tensor_parallel.reduce_partial) return rematerialised_linear(*this, in, w, b);
+    Tensor y = tensor_parallel.reduce_partial(rematerialised_linear(*this, in, w, Tensor()));
     return b.defined() ? ops::add(y, b) : y;
   });
 }

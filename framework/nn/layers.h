@@ -15,13 +15,16 @@ class Linear : public Module {
   Linear(Module& parent, const std::string& name, int64_t in, int64_t out, bool bias, float init_std = 0.02f);
   Tensor operator()(const Tensor& x) const;
   Tensor weight, bias;
-  // Applied to x · W^T before the bias is added; unset, nothing happens there. A
-  // row-parallel layout (parallel/tensor) sums its shards' partial products here, so the
-  // bias is added once.
-  Hook reduce_partial;
-  // Replaces the product x · W^T + b (weight and bias as parameter_hook left them); unset,
-  // ops::linear. Tensor parallelism's collective matmul gathers x inside it.
-  std::function<Tensor(const Tensor& x, const Tensor& weight, const Tensor& bias)> product;
+  // Where tensor parallelism (parallel/tensor/tensor_parallel.cpp) changes this layer;
+  // unset in a model nobody parallelised.
+  struct TensorParallelHooks {
+    // Applied to x · W^T before the bias is added: a row-parallel layer sums its shards'
+    // partial products here (Megatron's g), so the bias is added once.
+    Hook reduce_partial;
+    // Replaces the product x · W^T + b (weight and bias as parameter_hook left them):
+    // the collective matmul (parallel/tensor/collective_matmul.h) gathers x inside it.
+    std::function<Tensor(const Tensor& x, const Tensor& weight, const Tensor& bias)> product;
+  } tensor_parallel;
 };
 
 // Lookup table w[V, D]. A vocab-parallel layout keeps rows [first_row, first_row + V/t)

@@ -72,12 +72,13 @@ Moe::Moe(Module& parent, const std::string& name, const ModelConfig& c, float ou
 Tensor Moe::experts(const Tensor& buffer) const {
   if (config_.arch == Arch::Gpt) {
     Tensor h = ops::gelu(ops::batched_linear(buffer, use("w_in", w_in), use("b_in", b_in)));
-    if (!reduce_partial) return ops::batched_linear(h, use("w_out", w_out), use("b_out", b_out));
-    return ops::add_group_bias(reduce_partial(ops::batched_linear(h, use("w_out", w_out))), use("b_out", b_out));
+    if (!tensor_parallel.reduce_partial) return ops::batched_linear(h, use("w_out", w_out), use("b_out", b_out));
+    const Tensor partial = ops::batched_linear(h, use("w_out", w_out));
+    return ops::add_group_bias(tensor_parallel.reduce_partial(partial), use("b_out", b_out));
   }
   Tensor h = ops::swiglu(ops::batched_linear(buffer, use("w_gate", w_gate)), ops::batched_linear(buffer, use("w_up", w_up)));
   Tensor y = ops::batched_linear(h, use("w_down", w_down));
-  return reduce_partial ? reduce_partial(y) : y;
+  return tensor_parallel.reduce_partial ? tensor_parallel.reduce_partial(y) : y;
 }
 
 Tensor Moe::operator()(const Tensor& x) const {
@@ -89,16 +90,16 @@ Tensor Moe::operator()(const Tensor& x) const {
     Tensor probs = ops::softmax(logits);
     Routing r = route(probs.data(), S, T, E, k, expert_capacity(config_, T));
     if (config_.capacity_factor == 0.0f) {  // dropless: the slots the fullest expert needs, not T
-      const int64_t needed = agree_capacity ? agree_capacity(r.fullest) : r.fullest;
+      const int64_t needed = expert_parallel.agree_capacity ? expert_parallel.agree_capacity(r.fullest) : r.fullest;
       if (needed < r.capacity) r = route(probs.data(), S, T, E, k, std::max<int64_t>(needed, 1));
     }
     const int64_t capacity = r.capacity;
 
     Tensor gates = ops::topk_gates(probs, r.choices, k, /*renormalize=*/k > 1);
-    const Tensor tokens = dispatch_input ? dispatch_input(flat) : flat;
+    const Tensor tokens = tensor_parallel.dispatch_input ? tensor_parallel.dispatch_input(flat) : flat;
     Tensor buffer = ops::reshape(ops::dispatch(tokens, r.slots, k, E * S * capacity), {E, S * capacity, D});
     const auto run = [this](const Tensor& b) { return experts(b); };
-    Tensor out = exchange ? exchange(buffer, run) : run(buffer);
+    Tensor out = expert_parallel.exchange ? expert_parallel.exchange(buffer, run) : run(buffer);
     Tensor y = ops::combine(ops::reshape(out, {E * S * capacity, D}), gates, r.slots);
 
     Tensor aux = ops::load_balancing_loss(probs, r.fractions, S);

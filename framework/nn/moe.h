@@ -10,8 +10,9 @@
 // Capacity. Each expert takes at most C = ceil(capacity_factor * T * k / E) tokens of a
 // sequence. Dropless (capacity_factor 0) drops nothing: C is what the fullest expert
 // needs in any sequence of this forward (at most T), agreed over the ranks that exchange
-// buffers (the `agree_capacity` hook), so no slot row is padding beyond that. Slots are given in priority order --
-// every token's first choice in token order, then every second choice, ... (GShard) --
+// buffers (the `expert_parallel.agree_capacity` hook), so no slot row is padding beyond
+// that. Slots are given in priority order -- every token's first choice in token order,
+// then every second choice, ... (GShard) --
 // and a choice that finds its expert full is dropped; a token whose choices all drop
 // passes through the block's residual unchanged. Capacity counts per sequence, never
 // over the batch, so routing does not depend on how the batch is split over ranks or
@@ -20,7 +21,8 @@
 // Experts. Their weights are stacked along a leading expert dim (w_in [E, F, D], ...)
 // and run as one grouped GEMM on a dispatch buffer [E, S * C, D] (S sequences), zero
 // where a slot is empty; expert parallelism (parallel/expert) keeps a block of the E and
-// moves buffer rows between ranks with all_to_all through the `exchange` hook.
+// moves buffer rows between ranks with all_to_all through the `expert_parallel.exchange`
+// hook.
 //
 // Auxiliary losses, each averaged over sequences (or tokens) so that they split over
 // ranks and microbatches as the cross-entropy does:
@@ -91,18 +93,25 @@ class Moe : public Module {
   // b_out [E, D]; LLaMA (SwiGLU): w_gate, w_up [E, F, D], w_down [E, D, F].
   Tensor w_in, b_in, w_out, b_out, w_gate, w_up, w_down;
 
-  // Set by expert parallelism: maps the dispatch buffer [E, S * C, D] to the experts'
-  // outputs of the same shape, running `experts` where they live. Unset: experts(buffer).
-  std::function<Tensor(const Tensor& buffer, const std::function<Tensor(const Tensor&)>& experts)> exchange;
-  // Set by tensor parallelism, which splits each expert's hidden units: applied to the
-  // tokens on their way to the experts only (the router reads them as they are), and to
+  // Where expert parallelism (parallel/expert/expert_parallel.cpp) changes this layer;
+  // unset in a model nobody parallelised.
+  struct ExpertParallelHooks {
+    // Maps the dispatch buffer [E, S * C, D] to the experts' outputs of the same shape,
+    // running `experts` where they live (all_to_all there and back). Unset: experts(buffer).
+    std::function<Tensor(const Tensor& buffer, const std::function<Tensor(const Tensor&)>& experts)> exchange;
+    // For a dropless layer: the slots per expert and sequence every rank of the exchange
+    // uses, from this rank's need (the largest need of the group), as the buffers they
+    // trade must have one shape. Unset: this rank's own need.
+    std::function<int64_t(int64_t needed)> agree_capacity;
+  } expert_parallel;
+  // Where tensor parallelism (parallel/tensor/tensor_parallel.cpp), which splits each
+  // expert's hidden units, changes this layer: dispatch_input applies to the tokens on
+  // their way to the experts only (the router reads them as they are), reduce_partial to
   // the experts' partial products x · W_out^T before the output bias. Unset: nothing.
-  Hook dispatch_input;
-  Hook reduce_partial;
-  // Set by expert parallelism for a dropless layer: the slots per expert and sequence
-  // every rank of the exchange uses, from this rank's need (the largest need of the
-  // group), as the buffers they trade must have one shape. Unset: this rank's own need.
-  std::function<int64_t(int64_t needed)> agree_capacity;
+  struct TensorParallelHooks {
+    Hook dispatch_input;
+    Hook reduce_partial;
+  } tensor_parallel;
 
  private:
   const ModelConfig config_;

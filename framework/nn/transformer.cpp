@@ -112,7 +112,7 @@ Tensor Transformer::head_output(std::span<const int32_t> ids, int64_t B, int64_t
 
 Tensor Transformer::logits(std::span<const int32_t> ids, int64_t B, int64_t T) const {
   Tensor h = head_output(ids, B, T);
-  return logits_hook ? logits_hook(h) : h;
+  return tensor_parallel.logits ? tensor_parallel.logits(h) : h;
 }
 
 Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
@@ -124,7 +124,8 @@ Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> 
 
 Tensor Transformer::head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator) const {
   Tensor h = head(x);
-  return loss_function ? loss_function(h, targets, denominator) : ops::cross_entropy(h, targets, denominator);
+  return tensor_parallel.loss ? tensor_parallel.loss(h, targets, denominator)
+                             : ops::cross_entropy(h, targets, denominator);
 }
 
 Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const {
@@ -132,7 +133,7 @@ Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, K
   Tensor x = embed(ids, B, n, cache.length, cache.pad);
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->decode(x, cache, static_cast<int>(l));
   cache.length += n;
-  return logits_hook ? logits_hook(head(x)) : head(x);
+  return tensor_parallel.logits ? tensor_parallel.logits(head(x)) : head(x);
 }
 
 }  // namespace shardlab::nn

@@ -72,15 +72,19 @@ class Transformer : public Module {
   Norm norm_f;
   std::unique_ptr<Linear> lm_head;  // LLaMA only (GPT ties to wte)
 
-  // Set from outside the model where the head's output is not the full logits (a
-  // vocab-parallel layout, parallel/tensor): loss_function replaces ops::cross_entropy on
-  // it, logits_hook turns it into the logits that logits() and decode() return.
-  std::function<Tensor(const Tensor& head_output, std::span<const int32_t> targets, double denominator)> loss_function;
-  Hook logits_hook;
-  // Applied by a pipeline stage (parallel/pipeline) to the activation it receives, where
-  // the first stage's embedding ran its hooks: sequence parallelism marks the stream as
-  // split there. Unset, nothing happens.
-  Hook stage_input;
+  // Where tensor parallelism (parallel/tensor/tensor_parallel.cpp) changes the model as a
+  // whole; unset in a model nobody parallelised.
+  struct TensorParallelHooks {
+    // The head's output is not the full logits under a vocab-parallel layout: `loss`
+    // replaces ops::cross_entropy on it, `logits` turns it into the logits that logits()
+    // and decode() return.
+    std::function<Tensor(const Tensor& head_output, std::span<const int32_t> targets, double denominator)> loss;
+    Hook logits;
+    // Applied by a pipeline stage (parallel/pipeline) to the activation it receives, where
+    // the first stage's embedding ran its hooks: sequence parallelism marks the stream as
+    // split there.
+    Hook stage_input;
+  } tensor_parallel;
 
  private:
   Tensor head(const Tensor& x) const;

@@ -52,11 +52,11 @@ std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, co
   }
   for (auto& block : model.blocks) {
     if (!block->moe) continue;
-    block->moe->exchange = [&expert](const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
+    block->moe->expert_parallel.exchange = [&expert](const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
       return exchange_over(expert, buffer, run);
     };
     if (model.config.capacity_factor == 0.0f) {  // dropless: one buffer shape for the group
-      block->moe->agree_capacity = [&expert](int64_t needed) {
+      block->moe->expert_parallel.agree_capacity = [&expert](int64_t needed) {
         float slots = static_cast<float>(needed);  // exact: at most a sequence's length
         all_reduce(expert, {&slots, 1}, ReduceOp::kMax);
         return static_cast<int64_t>(slots);

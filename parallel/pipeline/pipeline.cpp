@@ -181,7 +181,7 @@ void drop_other_stages(nn::Transformer& model, const Mesh& mesh, const PipelineC
 Tensor PipelineParallel::run_forward(const data::Batch& micro, int stage, const Tensor& input) const {
   const int last = schedule_.num_stages() - 1;
   Tensor x = stage == 0                ? model_.embed(micro.inputs, micro.rows, micro.seq_len)
-             : model_.stage_input ? model_.stage_input(input)
+             : model_.tensor_parallel.stage_input ? model_.tensor_parallel.stage_input(input)
                                   : input;
   for (int64_t b = first_block_[stage]; b < first_block_[stage + 1]; ++b) x = (*model_.blocks[b])(x);
   if (stage < last) return x;

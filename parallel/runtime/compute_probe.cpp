@@ -44,7 +44,7 @@ struct StandIn {
     // Dropless layers size their buffers by the routing, and random tokens route more
     // evenly than text: time them at their bound, every expert taking the whole sequence.
     for (auto& block : model->blocks) {
-      if (block->moe) block->moe->agree_capacity = [seq = seq](int64_t) { return seq; };
+      if (block->moe) block->moe->expert_parallel.agree_capacity = [seq = seq](int64_t) { return seq; };
     }
     const uint64_t vocab = static_cast<uint64_t>(std::max<int64_t>(1, c.vocab / tensor));
     const Rng rng(run.seed);

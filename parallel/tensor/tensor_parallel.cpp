@@ -210,24 +210,24 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
     // can gather it themselves. SwiGLU's gate and up both read it, so it is gathered once.
     const bool fused = static_cast<bool>(h.gathering_product);
     block->attn.add_forward_pre_hook(fused ? h.enter_fused : h.enter);
-    if (fused) block->attn.wqkv.product = h.gathering_product;
-    block->attn.wo.reduce_partial = h.leave;
+    if (fused) block->attn.wqkv.tensor_parallel.product = h.gathering_product;
+    block->attn.wo.tensor_parallel.reduce_partial = h.leave;
     if (block->moe) {
       // Each expert's hidden units split: f on the tokens' way to the experts (the router
       // reads the whole stream and gives every rank the same routing), g on the experts'
       // row-parallel products. (Layout::validate refuses sequence parallelism here.)
-      block->moe->dispatch_input = h.enter;
-      block->moe->reduce_partial = h.leave;
+      block->moe->tensor_parallel.dispatch_input = h.enter;
+      block->moe->tensor_parallel.reduce_partial = h.leave;
       continue;
     }
     nn::Linear& row_parallel = block->mlp ? block->mlp->fc2 : block->swiglu->down;
     if (block->mlp) {
       block->mlp->add_forward_pre_hook(fused ? h.enter_fused : h.enter);
-      if (fused) block->mlp->fc.product = h.gathering_product;
+      if (fused) block->mlp->fc.tensor_parallel.product = h.gathering_product;
     } else {
       block->swiglu->add_forward_pre_hook(h.enter);
     }
-    row_parallel.reduce_partial = h.leave;
+    row_parallel.tensor_parallel.reduce_partial = h.leave;
     if (h.partial) {
       for (nn::Module* m : std::initializer_list<nn::Module*>{&block->norm1, &block->norm2, &block->attn.wo, &row_parallel}) {
         const bool linear = m == &block->attn.wo || m == &row_parallel;
@@ -243,7 +243,7 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   // A later pipeline stage receives the stream as the first stage left it: split by
   // sequences under sequence parallelism (Layout::validate made t divide a microbatch).
   if (h.partial) {
-    model.stage_input = [sharded](const Tensor& x) {
+    model.tensor_parallel.stage_input = [sharded](const Tensor& x) {
       *sharded = true;
       return x;
     };
@@ -253,10 +253,10 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
     model.norm_f.parameter_hook = h.partial;
     if (model.wpe) model.wpe->parameter_hook = h.partial;
   }
-  model.loss_function = [&tensor, first](const Tensor& logits, std::span<const int32_t> targets, double denominator) {
+  model.tensor_parallel.loss = [&tensor, first](const Tensor& logits, std::span<const int32_t> targets, double denominator) {
     return vocab_parallel_cross_entropy(tensor, logits, targets, first, denominator);
   };
-  model.logits_hook = [&tensor](const Tensor& logits) { return gather_vocab(tensor, logits); };
+  model.tensor_parallel.logits = [&tensor](const Tensor& logits) { return gather_vocab(tensor, logits); };
   return result;
 }
 
