@@ -114,7 +114,7 @@ void measure_overhead(const AxisGroup& g, MPI_Comm comm, int iters, int rounds, 
 
 // Measures every axis of the mesh as a link -- one ring step, ppermute by 1, each rank
 // sending to one neighbour while receiving from the other -- and stores it in the
-// profile file `path` as link.<axis>.{bandwidth,latency} (hardware.h). Latency is the
+// profile file `path` as link.<axis>.{bandwidth,latency} (parallel/cost/hardware/hardware.h). Latency is the
 // time of a 4-byte step; bandwidth the slope between 1 MiB and 16 MiB steps.
 void write_links(const Mesh& mesh, const std::string& path, int rounds, bool root) {
   cost::HardwareProfile profile = cost::load_profile(path);  // from shardlab-plan calibrate

@@ -131,10 +131,6 @@ void Layout::validate(const LayoutChecks& checks, int num_ranks) const {
   validate(checks);
 }
 
-std::string Layout::describe() const {
-  std::string s;
-  for (const AxisSpec& a : axes) s += (s.empty() ? "" : ",") + a.name + "=" + str(a.size);
-  return s;
-}
+std::string Layout::describe() const { return axis_sizes_string(axes); }
 
 }  // namespace shardlab::parallel

@@ -6,7 +6,7 @@
 # and, in turn, a remat policy, a pipeline schedule and sequence parallelism where they
 # apply. Each run's 6 losses must be within 1e-4 relative of the single process's on the
 # same global batch (16 sequences x 16 tokens, 2 microbatches), and rank 0's memory
-# estimate (cost/activations.h) must be within 15% of its peak measured in step 1 (the
+# estimate (cost/model/autograd_activations.h) must be within 15% of its peak measured in step 1 (the
 # tracker's bytes: deterministic, worst 10% over the full matrix). Prints one line per run
 # and a table of passes per rank count; exits non-zero if any run differs or fails.
 # --cover runs a representative cover (every axis, every ZeRO stage, each model, at 2, 4 and
@@ -45,7 +45,7 @@ run_case() {  # run_case MODEL MESH ZERO EXTRA...
   local worst
   worst=$(paste <(losses "$dir/ref_$model.jsonl") <(losses "$m") |
           awk '{d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d; n++} END {if (n != 6) print 1; else printf "%.1e", w}')
-  # Rank 0's memory estimate (cost/activations.h) against the tracker's measured peak.
+  # Rank 0's memory estimate (cost/model/autograd_activations.h) against the tracker's measured peak.
   local memory
   memory=$(sed -n 's/^memory per rank predicted:.*error \([-+0-9.]*\)%.*/\1/p' "$dir/out")
   if [ -z "$memory" ] || ! awk -v e="$memory" 'BEGIN {exit !(e <= 15 && e >= -15)}'; then

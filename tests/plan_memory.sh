@@ -2,7 +2,7 @@
 # plan_memory.sh TRAIN_GPT SHARDLAB_PLAN MPIEXEC...: the planner's memory per rank for this
 # machine (shardlab-plan train --cluster local --layout L) is within 15% of the peak that
 # train_gpt's memory tracker measures in step 1 of the same layout, and so is train_gpt's
-# own estimate (cost/activations.h). One layout per strategy on 2 ranks, gpt-bench at
+# own estimate (cost/model/autograd_activations.h). One layout per strategy on 2 ranks, gpt-bench at
 # 4 sequences of 256 tokens.
 set -uo pipefail
 train=$1 plan=$2; shift 2

@@ -5,14 +5,15 @@
 
 #include <string>
 
-#include "parallel/cost/collective.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/layout_conditions.h"
-#include "parallel/cost/multipod.h"
-#include "parallel/cost/planner.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/totals.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/network/collective.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
+#include "parallel/cost/training/tpu_conditions.h"
+#include "parallel/cost/training/train_step.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

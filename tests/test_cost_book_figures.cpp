@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "framework/error.h"
-#include "parallel/cost/collective.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/matmul_cases.h"
-#include "parallel/cost/offload.h"
-#include "parallel/cost/op_roofline.h"
-#include "parallel/cost/planner.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/totals.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/hardware/host_offload.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/network/collective.h"
+#include "parallel/cost/roofline/ops.h"
+#include "parallel/cost/sharding/matmul_cases.h"
+#include "parallel/cost/training/axis_conditions.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
+#include "parallel/cost/training/train_step.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

@@ -1,11 +1,11 @@
 // The GPU chapter's network figures (gpus.md of jax-ml/scaling-book: nodes, the DGX
 // SuperPod fat tree, cross-node collectives, SHARP) behind `shardlab-plan network`
-// (parallel/cost/fat_tree.h), as tables (tests/book_figure.h), then general behaviour.
+// (parallel/cost/network/fat_tree.h), as tables (tests/book_figure.h), then general behaviour.
 #include <doctest/doctest.h>
 
 #include "framework/error.h"
-#include "parallel/cost/fat_tree.h"
-#include "parallel/cost/strategies.h"
+#include "parallel/cost/network/fat_tree.h"
+#include "parallel/cost/training/train_step.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

@@ -1,13 +1,13 @@
 // The GPU chapter's compute-bound conditions (gpus.md of jax-ml/scaling-book, "Rooflines for
-// LLM Scaling on GPUs" and Quiz 5) for concrete layouts (parallel/cost/gpu_conditions.h,
+// LLM Scaling on GPUs" and Quiz 5) for concrete layouts (parallel/cost/training/gpu_conditions.h,
 // what `shardlab-plan train` prints on a GPU profile), as tables (tests/book_figure.h), then
 // general behaviour. The book's closed forms drop the (D-1)/D of each fat-tree level; the
 // cost model keeps it, so those rows assert the exact value and say what the book rounds to.
 #include <doctest/doctest.h>
 
 #include "framework/error.h"
-#include "parallel/cost/gpu_conditions.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/training/gpu_conditions.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

@@ -1,12 +1,12 @@
 // The chapter "transformers" per-layer table (transformers.md of jax-ml/scaling-book,
 // "Counting parameters and FLOPs" and "What Should You Take Away") behind `shardlab-plan
-// model --per-layer` (parallel/cost/layer_ops.h), as tables (tests/book_figure.h).
+// model --per-layer` (parallel/cost/model/layer_matmuls.h), as tables (tests/book_figure.h).
 #include <doctest/doctest.h>
 
 #include <map>
 #include <string>
 
-#include "parallel/cost/layer_ops.h"
+#include "parallel/cost/model/layer_matmuls.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

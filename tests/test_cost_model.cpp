@@ -6,11 +6,7 @@
 #include <cmath>
 
 #include "framework/error.h"
-#include "parallel/cost/collective.h"
-#include "parallel/cost/inference.h"
-#include "parallel/cost/roofline.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/cost.h"  // the whole model: its index header must compile on its own
 
 using namespace shardlab::cost;
 using shardlab::nn::Remat;

@@ -9,14 +9,15 @@
 
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
-#include "parallel/cost/collective.h"
-#include "parallel/cost/layout_conditions.h"
-#include "parallel/cost/multipod.h"
-#include "parallel/cost/planner.h"
-#include "parallel/cost/sharding.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/totals.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/network/collective.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/sharding/sharded_array.h"
+#include "parallel/cost/training/axis_conditions.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
+#include "parallel/cost/training/tpu_conditions.h"
+#include "parallel/cost/training/train_step.h"
 
 using namespace shardlab;
 using namespace shardlab::cost;
@@ -71,8 +72,8 @@ TEST_CASE("collectives: identities of the ring model") {
   }
   CHECK(torus_collective(CollectiveOp::kAllReduce, v, {{1, true}, {1, true}}, link).seconds == 0);
   CHECK_THROWS_AS(torus_collective(CollectiveOp::kAllGather, -1, {{4, true}}, link), UserError);
-  CHECK_THROWS_WITH_AS(parse_collective_op("broadcast"), doctest::Contains("all_to_all"), UserError);
-  CHECK(parse_collective_op("AllGather") == CollectiveOp::kAllGather);
+  CHECK_THROWS_WITH_AS(parallel::parse_collective_op("broadcast"), doctest::Contains("all_to_all"), UserError);
+  CHECK(parallel::parse_collective_op("AllGather") == CollectiveOp::kAllGather);
 }
 
 TEST_CASE("GPU collectives over whole nodes: the fat tree's slowest level") {
@@ -392,5 +393,5 @@ TEST_CASE("sharded arrays on a named mesh: local shape, bytes per device, replic
   CHECK_THROWS_WITH_AS(shard_array({8, 8}, "W,", parse_named_mesh("X=2"), 1), doctest::Contains("'W' is not in the mesh"),
                        UserError);
   CHECK_THROWS_WITH_AS(shard_array({8, 8}, "X", parse_named_mesh("X=2"), 1), doctest::Contains("has 1 entries"), UserError);
-  CHECK_THROWS_WITH_AS(parse_named_mesh("X=0"), doctest::Contains("sizes are >= 1"), UserError);
+  CHECK_THROWS_WITH_AS(parse_named_mesh("X=0"), doctest::Contains("sizes must be at least 1"), UserError);
 }

@@ -1,5 +1,5 @@
 // The serving chapters' worked figures ("inference" and "applied-inference" of
-// jax-ml/scaling-book) behind `shardlab-plan serve` (parallel/cost/serving.h), as tables
+// jax-ml/scaling-book) behind `shardlab-plan serve` (parallel/cost/inference/serving.h), as tables
 // (tests/book_figure.h), then the calculators' general behaviour and errors. The figures
 // the decode and prefill steps alone give are in tests/test_cost_model.cpp (I2-I4, AI2-AI11).
 #include <doctest/doctest.h>
@@ -8,10 +8,9 @@
 #include <string>
 
 #include "framework/error.h"
-#include "parallel/cost/collective.h"
-#include "parallel/cost/decode_sharding.h"
-#include "parallel/cost/serving.h"
-#include "parallel/cost/serving_search.h"
+#include "parallel/cost/inference/decode_sharding.h"
+#include "parallel/cost/inference/serving.h"
+#include "parallel/cost/network/collective.h"
 #include "tests/book_figure.h"
 
 using namespace shardlab::cost;

@@ -9,7 +9,7 @@
 #include "framework/memory.h"
 #include "framework/nn/transformer.h"
 #include "framework/ops.h"
-#include "parallel/cost/activations.h"
+#include "parallel/cost/model/autograd_activations.h"
 
 using namespace shardlab;
 using namespace shardlab::nn;
@@ -104,7 +104,7 @@ TEST_CASE("remat policies give bit-identical gradients and save activation memor
   CHECK(mlp > full);
 }
 
-TEST_CASE("cost/activations.h counts the activations a forward and backward keep") {
+TEST_CASE("cost/model/autograd_activations.h counts the activations a forward and backward keep") {
   // The planner's and train_gpt's memory estimates rest on this count: every intermediate
   // a block computes, the attention probabilities, the head's tensors, remat's kept ones.
   // gpt-bench runs at its benchmark size too: the weight gradient a GELU backward holds for

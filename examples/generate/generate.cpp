@@ -16,16 +16,16 @@
 #include <fstream>
 #include <cxxopts.hpp>
 
-#include "parallel/runtime/local_profile.h"
-#include "parallel/runtime/sampling.h"
-#include "parallel/runtime/training_state.h"
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/inference.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/inference/prefill_decode.h"
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
+#include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/sampling.h"
+#include "parallel/runtime/training_state.h"
 
 using namespace shardlab;
 

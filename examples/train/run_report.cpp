@@ -16,8 +16,8 @@
 #include "framework/peak.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/cost/strategies.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/training/train_step.h"
 
 namespace shardlab::cli {
 

@@ -5,8 +5,8 @@
 
 #include "framework/error.h"
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/collective.h"
 #include "parallel/comm/mesh.h"
+#include "parallel/cost/network/collective.h"
 
 namespace shardlab::parallel {
 

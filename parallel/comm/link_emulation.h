@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "parallel/comm/collective_types.h"
-#include "parallel/cost/hardware.h"
+#include "parallel/cost/hardware/hardware.h"
 
 namespace shardlab::parallel {
 
@@ -90,7 +90,7 @@ class LinkEmulation {
 
 // What a command line's --link-profile NAME --link-mode off|account|delay --link-scale X
 // set up: every axis of `mesh` takes its link from hardware profile `profile` (cost::
-// hardware names; "local" reads the calibrated file, hardware.h). Throws UserError on an
+// hardware names; "local" reads the calibrated file, parallel/cost/hardware/hardware.h). Throws UserError on an
 // unknown profile or mode or a scale <= 0, identically on every rank.
 //   configure_link_emulation(mesh, "tpu-v5e", "delay", 1000.0);
 void configure_link_emulation(const Mesh& mesh, const std::string& profile, const std::string& mode,

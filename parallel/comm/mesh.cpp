@@ -1,29 +1,11 @@
 #include "parallel/comm/mesh.h"
 
 #include <algorithm>
-#include <set>
-#include <sstream>
 
 #include "framework/error.h"
 #include "parallel/comm/comm_context.h"
 
 namespace shardlab::parallel {
-namespace {
-
-std::string join_names(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : separator) + n;
-  return out;
-}
-
-std::string spec_string(const std::vector<AxisSpec>& axes) {
-  std::vector<std::string> parts;
-  for (const AxisSpec& a : axes) parts.push_back(a.name + "=" + std::to_string(a.size));
-  return join_names(parts, ",");
-}
-
-}  // namespace
-
 Topology parse_topology(const std::string& name) {
   if (name == "torus") return Topology::kTorus;
   if (name == "mesh") return Topology::kMesh;
@@ -31,62 +13,16 @@ Topology parse_topology(const std::string& name) {
 }
 
 std::vector<AxisSpec> parse_mesh_spec(const std::string& spec) {
-  if (spec.empty()) throw UserError("empty mesh spec; write axes outermost first, e.g. data=2,tensor=2");
-  std::vector<AxisSpec> axes;
-  size_t begin = 0;
-  while (begin <= spec.size()) {
-    size_t end = std::min(spec.find(',', begin), spec.size());
-    std::string item = spec.substr(begin, end - begin);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      throw UserError("mesh spec '" + spec + "': item '" + item + "' is not name=size (e.g. tensor=2)");
-    }
-    AxisSpec axis{item.substr(0, eq), 0};
-    const std::string size_text = item.substr(eq + 1);
-    size_t used = 0;
-    try {
-      axis.size = std::stoi(size_text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != size_text.size()) {
-      throw UserError("mesh spec '" + spec + "': size '" + size_text + "' of axis " + axis.name + " is not an integer");
-    }
-    axes.push_back(axis);
-    begin = end + 1;
-  }
-  validate_mesh(axes, -1);
-  return axes;
+  return parse_axis_sizes(spec, kAxisNames, "data=2,tensor=2");
 }
 
 void validate_mesh(const std::vector<AxisSpec>& axes, int num_ranks) {
   if (axes.empty()) throw UserError("a mesh needs at least one axis, e.g. data=" + std::to_string(num_ranks));
-  std::set<std::string> seen;
+  check_axis_sizes(axes, kAxisNames);
   long long product = 1;
-  int last_known = -1;
-  for (const AxisSpec& a : axes) {
-    auto known = std::find(kAxisNames.begin(), kAxisNames.end(), a.name);
-    if (known == kAxisNames.end()) {
-      throw UserError("unknown mesh axis '" + a.name + "' in " + spec_string(axes) + "; known axes: " +
-                      join_names(kAxisNames, ", "));
-    }
-    if (!seen.insert(a.name).second) {
-      throw UserError("mesh axis '" + a.name + "' appears twice in " + spec_string(axes));
-    }
-    if (a.size < 1) {
-      throw UserError("mesh axis " + a.name + "=" + std::to_string(a.size) + " in " + spec_string(axes) +
-                      ": sizes must be at least 1 (use 1 to switch an axis off)");
-    }
-    int position = static_cast<int>(known - kAxisNames.begin());
-    if (position < last_known) {
-      throw UserError("mesh " + spec_string(axes) + " lists axes out of order; write them outermost first: " +
-                      join_names(kAxisNames, ","));
-    }
-    last_known = position;
-    product *= a.size;
-  }
+  for (const AxisSpec& a : axes) product *= a.size;
   if (num_ranks >= 0 && product != num_ranks) {
-    throw UserError("mesh " + spec_string(axes) + " has " + std::to_string(product) + " ranks but the job has " +
+    throw UserError("mesh " + axis_sizes_string(axes) + " has " + std::to_string(product) + " ranks but the job has " +
                     std::to_string(num_ranks) + "; make the axis sizes multiply to " + std::to_string(num_ranks) +
                     " (mpirun -n " + std::to_string(product) + " runs this mesh)");
   }
@@ -172,7 +108,7 @@ Mesh::Mesh(MPI_Comm parent, const std::vector<AxisSpec>& specs, Topology topolog
 std::string Mesh::describe() const {
   std::vector<AxisSpec> specs;
   for (const auto& a : axes_) specs.push_back({a->name, a->size});
-  return spec_string(specs) + (topology_ == Topology::kTorus ? " (torus)" : " (mesh)");
+  return axis_sizes_string(specs) + (topology_ == Topology::kTorus ? " (torus)" : " (mesh)");
 }
 
 bool Mesh::has_axis(const std::string& name) const {

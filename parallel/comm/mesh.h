@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "parallel/comm/comm.h"
+#include "parallel/mesh_spec.h"
 
 namespace shardlab::parallel {
 
@@ -48,13 +49,8 @@ inline constexpr char kExpertAxis[] = "expert";
 inline constexpr char kTensorAxis[] = "tensor";
 inline const std::vector<std::string> kAxisNames = {kDataAxis, kFsdpAxis, kPipeAxis, kExpertAxis, kTensorAxis};
 
-struct AxisSpec {
-  std::string name;
-  int size = 1;
-};
-
-// "data=2,tensor=2" -> {{"data", 2}, {"tensor", 2}}; throws UserError on bad syntax,
-// unknown or repeated names and sizes below 1.
+// "data=2,tensor=2" -> {{"data", 2}, {"tensor", 2}} (parse_axis_sizes over kAxisNames);
+// throws UserError on bad syntax, unknown, repeated or misplaced names and sizes below 1.
 std::vector<AxisSpec> parse_mesh_spec(const std::string& spec);
 
 // Throws UserError unless the sizes multiply to `num_ranks` (names are checked too).

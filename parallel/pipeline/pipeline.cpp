@@ -12,7 +12,7 @@
 #include "framework/ops.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/ring_algorithms.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
 
 namespace shardlab::parallel {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "parallel/comm/comm_context.h"
-#include "parallel/cost/strategies.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/training/train_step.h"
 #include "parallel/data_parallel/gradient_sync.h"
 
 namespace shardlab::runtime {
@@ -46,7 +46,7 @@ double expert_padding_seconds(const RunConfig& run, const cost::TrainConfig& tc,
   const double k = static_cast<double>(m.top_k);
   const double slots = m.capacity_factor > 0 ? e * std::ceil(m.capacity_factor * t * k / e) / t : e;
   const double per_expert = cost::count_params(tc.model).experts / e;  // one expert, all MoE layers
-  return 6.0 * per_expert * std::max(0.0, slots - k) * tc.batch_tokens / ranks / flops;
+  return cost::train_flops(per_expert, std::max(0.0, slots - k)) * tc.batch_tokens / ranks / flops;
 }
 
 }  // namespace

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <string>
 
+#include "parallel/comm/comm_context.h"
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/parallelize.h"
 #include "parallel/runtime/compute_prediction.h"
 #include "parallel/runtime/memory_estimate.h"
 #include "parallel/runtime/metrics.h"
-#include "parallel/cost/hardware.h"
-#include "parallel/comm/comm_context.h"
-#include "parallel/parallelize.h"
 
 namespace shardlab::runtime {
 
@@ -44,7 +44,7 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
   const MemoryEstimate memory = estimate_rank_memory(run, parallel::Layout::from_spec(run.mesh), 0,
                                                      pipelined ? check->peak_in_flight[0] : 0);
   std::printf("memory of rank 0 at its peak %.2f MiB: parameters %.2f, gradients %.2f, AdamW state %.2f, activations "
-              "%.2f (what shardlab's autograd keeps, cost/activations.h), gathered parameters %.2f\n",
+              "%.2f (what shardlab's autograd keeps, cost/model/autograd_activations.h), gathered parameters %.2f\n",
               memory.total() / (1 << 20), memory.params / (1 << 20), memory.grads / (1 << 20),
               memory.optimizer / (1 << 20), memory.activations / (1 << 20), memory.buffers / (1 << 20));
   std::printf("the collectives of one step on rank 0; all %d ranks plan the same on every group they share\n",

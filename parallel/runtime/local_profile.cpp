@@ -8,8 +8,8 @@
 
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
-#include "parallel/cost/calibrate.h"
-#include "parallel/cost/hardware.h"
+#include "parallel/cost/hardware/calibrate.h"
+#include "parallel/cost/hardware/hardware.h"
 
 namespace shardlab::runtime {
 namespace {

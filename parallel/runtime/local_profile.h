@@ -4,7 +4,7 @@
 // Mesh rank 0 checks the cached profile (cost::local_profile_path(threads)): missing, unreadable
 // or corrupt, or measured on another machine, build or thread count (its fingerprint,
 // cost::local_fingerprint) -- then it measures this machine (GEMM FLOP/s, memory
-// bandwidth, a shared-memory link; cost/calibrate.h; about 2 s) and writes the profile. The
+// bandwidth, a shared-memory link; cost/hardware/calibrate.h; about 2 s) and writes the profile. The
 // other ranks then read it; a rank that cannot see rank 0's file (no shared filesystem)
 // measures its own. Every prediction is then on a measured profile: never "not calibrated".
 //

@@ -6,8 +6,9 @@
 
 #include "framework/error.h"
 #include "framework/memory.h"
-#include "parallel/cost/activations.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/autograd_activations.h"
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/training/zero_memory.h"
 
 namespace shardlab::runtime {
 namespace {
@@ -24,21 +25,19 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
                                     double in_flight) {
   cost::TransformerShape shape = cost::shape_of(run.model);
   shape.context = run.sequence_length();
-  const double model_split = static_cast<double>(layout.tensor) * layout.pipe;
   const double data = layout.data_ranks();
   const double tokens = static_cast<double>(run.batch) / data / run.grad_accum * static_cast<double>(run.sequence_length());
-  // This rank's parameters: the dense ones cut by tensor and pipe, the experts by expert too.
-  const cost::ParamCounts counts = cost::count_params(shape);
-  const double local = (counts.total - counts.experts) / model_split + counts.experts / (model_split * layout.expert);
+  const double local = cost::model_shard_params(cost::count_params(shape), layout.tensor, layout.pipe, layout.expert);
   // ZeRO shards over the fsdp axis where there is one (hybrid: replicas across data), else
   // over the data axis. Accumulating microbatches keeps the whole gradient until the last.
   const double shards = layout.fsdp > 1 ? layout.fsdp : layout.data;
-  MemoryEstimate m;
-  m.params = sizeof(float) * local / (run.zero >= 3 ? shards : 1);
-  m.grads = sizeof(float) * local / (run.zero >= 2 && run.grad_accum == 1 ? shards : 1);
-  m.optimizer = 2 * sizeof(float) * local / (run.zero >= 1 ? shards : 1);
-  // ZeRO-3 gathers a block's parameters whole, the next one prefetched: two at a time.
-  if (run.zero >= 3) m.buffers = 2 * sizeof(float) * local / std::max<int64_t>(1, run.model.n_layers);
+  const cost::ZeroShare share = cost::zero_share(local, run.zero, shards, run.grad_accum != 1,
+                                                 static_cast<double>(std::max<int64_t>(1, run.model.n_layers)));
+  MemoryEstimate m;  // fp32 parameters and gradients, AdamW's two fp32 moments
+  m.params = sizeof(float) * share.params;
+  m.grads = sizeof(float) * share.grads;
+  m.optimizer = 2 * sizeof(float) * share.optimizer;
+  m.buffers = sizeof(float) * share.gathered;
   m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
   const double layers = static_cast<double>(run.model.n_layers) / layout.pipe;
   const int microbatches = std::max(1, run.grad_accum);

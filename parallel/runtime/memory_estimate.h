@@ -2,15 +2,15 @@
 // the flags to change, instead of failing in std::bad_alloc midway.
 #pragma once
 
-#include "parallel/runtime/run_config.h"
-#include "parallel/cost/activations.h"
+#include "parallel/cost/model/autograd_activations.h"
 #include "parallel/layout.h"
+#include "parallel/runtime/run_config.h"
 
 namespace shardlab::runtime {
 
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0;  // this rank's share, bytes
-  cost::ActivationBytes activation_parts;       // cost/activations.h
+  cost::ActivationBytes activation_parts;       // cost/model/autograd_activations.h
   double activations = 0;                       // their peak: activation_parts.peak()
   double buffers = 0;                           // ZeRO-3's gathered parameters
   bool grads_held = false;  // gradients of earlier microbatches are alive as backward starts
@@ -20,7 +20,7 @@ struct MemoryEstimate {
 
 // Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,
 // and the activations shardlab's autograd keeps on pipeline stage `stage`
-// (cost/activations.h) with `in_flight` microbatches alive at once (0: the 1F1B bound,
+// (cost/model/autograd_activations.h) with `in_flight` microbatches alive at once (0: the 1F1B bound,
 // min(microbatches, pipe - stage)). Communication buffers are not counted.
 MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage = 0,
                                     double in_flight = 0);

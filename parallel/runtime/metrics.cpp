@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/error.h"
-#include "parallel/cost/transformer.h"
+#include "parallel/cost/model/transformer.h"
 
 namespace shardlab::runtime {
 

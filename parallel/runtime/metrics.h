@@ -16,7 +16,7 @@
 namespace shardlab::runtime {
 
 // Model FLOPs per token of training at sequence length `seq_len`: the cost model's
-// train_flops_per_token (parallel/cost/transformer.h) counting weight matrices only, no
+// train_flops_per_token (parallel/cost/model/transformer.h) counting weight matrices only, no
 // biases, and no remat recompute (not useful work): 6 * N_matmul + 12 * L * T * D, no
 // causal discount.
 double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len);

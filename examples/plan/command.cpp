@@ -1,0 +1,72 @@
+#include "examples/plan/command.h"
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "framework/error.h"
+#include "parallel/mesh_spec.h"
+
+namespace shardlab::plan {
+
+std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, const std::string& extra) {
+  const cost::TransformerShape& m = c.model;
+  const double sequences = c.batch_tokens / static_cast<double>(m.context);
+  if (sequences < 1 || sequences != std::floor(sequences)) {
+    throw UserError("--batch " + std::to_string(static_cast<int64_t>(c.batch_tokens)) + " tokens is not a whole number of " +
+                    std::to_string(m.context) + "-token sequences; train_gpt takes its batch in sequences");
+  }
+  if (l.sequence > 1) {
+    throw UserError("layout " + l.describe() + " shards the sequence " + std::to_string(l.sequence) +
+                    " ways; train_gpt has no sequence axis, so give --cluster local or a layout without sequence");
+  }
+  std::vector<parallel::AxisSpec> mesh;
+  for (const parallel::AxisSpec& axis : {parallel::AxisSpec{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe},
+                                         {"expert", l.expert}, {"tensor", l.tensor}}) {
+    if (axis.size > 1) mesh.push_back(axis);
+  }
+  if (mesh.empty()) mesh.push_back({"data", 1});
+  const auto flag = [](const char* name, int64_t value) { return std::string(" --") + name + " " + std::to_string(value); };
+  std::string cmd = run_script_path() + " -n " + std::to_string(l.chips()) + " -- " + train_gpt_path();
+  cmd += std::string(" --arch ") + (m.gated_mlp ? "llama" : "gpt");
+  cmd += flag("vocab", m.vocab) + flag("context", m.context) + flag("d-model", m.d_model) + flag("layers", m.layers) +
+         flag("heads", m.heads);
+  if (m.gated_mlp) cmd += flag("kv-heads", m.kv_heads);
+  cmd += flag("d-ff", m.d_ff);
+  if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
+  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp > 1 ? " --zero 3" : "");
+  cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
+  cmd += std::string(" --remat ") + nn::remat_name(c.remat);
+  if (!extra.empty()) cmd += " " + extra;
+  return cmd;
+}
+
+namespace {
+
+// The directory of the running executable (<repo>/<build>/examples), or empty.
+std::filesystem::path executable_dir() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::filesystem::path() : exe.parent_path();
+}
+
+// `path` when it exists, else `fallback`.
+std::string existing_or(const std::filesystem::path& path, const char* fallback) {
+  std::error_code error;
+  return !path.empty() && std::filesystem::exists(path, error) ? path.string() : fallback;
+}
+
+}  // namespace
+
+std::string train_gpt_path() {
+  const std::filesystem::path dir = executable_dir();
+  return existing_or(dir.empty() ? dir : dir / "train_gpt", "train_gpt");  // the same build
+}
+
+std::string run_script_path() {
+  const std::filesystem::path dir = executable_dir();  // <repo>/<build>/examples -> <repo>/launch/run.sh
+  return existing_or(dir.empty() ? dir : dir.parent_path().parent_path() / "launch" / "run.sh", "launch/run.sh");
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,316 @@
+#include "examples/plan/train.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "examples/plan/args.h"
+#include "examples/plan/command.h"
+#include "examples/plan/gpu_conditions.h"
+#include "framework/error.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
+#include "parallel/cost/training/planner.h"
+#include "parallel/cost/training/run_totals.h"
+#include "parallel/cost/training/tpu_conditions.h"
+#include "parallel/mesh_spec.h"
+
+namespace shardlab::plan {
+namespace {
+
+using namespace shardlab::cost;
+
+Json estimate_json(const StepEstimate& e) {
+  Json comms = Json::array();
+  for (const AxisComm& c : e.comms)
+    comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
+                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
+  const Layout& l = e.layout;
+  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"sequence", l.sequence},        {"pipe", l.pipe},
+                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
+  return Json{{"layout", layout},
+              {"strategy", l.strategy()},
+              {"step_seconds", e.step_seconds},
+              {"step_seconds_serial", e.step_seconds_serial},
+              {"compute_seconds", e.compute_seconds},
+              {"tokens_per_chip", e.tokens_per_chip},
+              {"padding_fraction", e.padding_fraction},
+              {"comm_seconds", e.comm_seconds},
+              {"bubble_fraction", e.bubble_fraction},
+              {"compute_bound", e.compute_bound},
+              {"bottleneck", e.bottleneck},
+              {"memory_per_chip", memory_json(e.memory)},
+              {"fits", e.fits},
+              {"comms", comms}};
+}
+
+// The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
+// and DCN, parallel/cost/training/tpu_conditions.h), or on a switched GPU network the GPU chapter's
+// (parallel/cost/training/gpu_conditions.h, examples/plan/gpu_conditions.h).
+Json conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_json(c, e, hw);
+  const LayoutConditions k = layout_conditions(c, e, hw);
+  return Json{{"pods", k.pods},
+              {"chips_per_pod", k.chips_per_domain},
+              {"tokens_per_chip", k.tokens_per_chip},
+              {"tokens_per_pod", k.tokens_per_pod},
+              {"alpha_tokens_per_chip", k.alpha},
+              {"data_in_pod", k.data},
+              {"data_torus_axes", k.data_axes},
+              {"fsdp_in_pod", k.fsdp},
+              {"fsdp_torus_axes", k.fsdp_axes},
+              {"tensor_in_pod", k.tensor},
+              {"tensor_torus_axes", k.tensor_axes},
+              {"tokens_per_data_replica", k.tokens_per_data_replica},
+              {"dp_critical_tokens_per_replica", k.dp_critical},
+              {"tokens_per_fsdp_member", k.tokens_per_fsdp_member},
+              {"fsdp_critical_tokens_per_member", k.fsdp_critical},
+              {"tp_max_degree", k.tp_max_degree},
+              {"fsdp_tp_critical_tokens_per_chip", k.fsdp_tp_critical},
+              {"fsdp_x_opt", k.x_opt},
+              {"comm_to_compute_ratio", k.comm_to_compute},
+              {"compute_bound_by_book", k.compute_bound_by_book},
+              {"dcn_ways", k.dcn_ways},
+              {"dcn_critical_tokens_per_pod", k.dcn_critical_per_pod},
+              {"dcn_hidden", k.dcn_hidden},
+              {"dcn_crossing_seconds", k.dcn_crossing_seconds},
+              {"backward_seconds", k.backward_seconds},
+              {"dcn_crossing_hidden", k.dcn_crossing_hidden}};
+}
+
+std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (hw.interconnect == Interconnect::kSwitched) return gpu_conditions_text(c, e, hw);
+  const LayoutConditions k = layout_conditions(c, e, hw);
+  auto verdict = [](bool ok) { return std::string(ok ? "ok" : "FAILS"); };
+  std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
+                     " tokens per chip in " + (k.dcn_ways > 1 ? "each pod's " : "") +
+                     std::to_string(k.chips_per_domain) + " chips, alpha = C/W_ici = " + human(k.alpha, "") + "\n";
+  if (k.data > 1)
+    text += "    DP data=" + std::to_string(k.data) + " over M_D=" + std::to_string(k.data_axes) + " axes: " +
+            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D = " + human(k.dp_critical, "") +
+            ": " + verdict(k.tokens_per_data_replica > k.dp_critical) + "\n";
+  if (k.fsdp > 1)
+    text += "    FSDP X=" + std::to_string(k.fsdp) + " over M_X=" + std::to_string(k.fsdp_axes) + " axes: " +
+            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X = " +
+            human(k.fsdp_critical, "") + ": " + verdict(k.tokens_per_fsdp_member > k.fsdp_critical) + "\n";
+  if (k.tensor > 1)
+    text += "    TP Y=" + std::to_string(k.tensor) + " over M_Y=" + std::to_string(k.tensor_axes) +
+            " axes: Y < M_Y F/alpha = " + human(k.tp_max_degree, "") + ": " +
+            verdict(k.tensor < k.tp_max_degree) + "\n";
+  if (k.fsdp > 1 && k.tensor > 1)
+    text += "    FSDP+TP: B/N > alpha^2/(M_X M_Y F) = " + human(k.fsdp_tp_critical, "") + ": " +
+            verdict(k.tokens_per_chip > k.fsdp_tp_critical) + "; X_opt = sqrt(B N M_X/(F M_Y)) = " +
+            human(k.x_opt, "") + " (this layout X=" + std::to_string(k.fsdp) + ")\n";
+  if (k.dcn_ways > 1)
+    text += "    DCN: " + std::to_string(k.dcn_ways) + " ways across " + std::to_string(k.pods) + " pods, " +
+            human(k.tokens_per_pod, "") + " tokens per pod > C/W_dcn = " + human(k.dcn_critical_per_pod, "") + ": " +
+            verdict(k.dcn_hidden) + "; collectives crossing pods " + human(k.dcn_crossing_seconds, "s") +
+            " (ICI part included) vs backward " + human(k.backward_seconds, "s") + ": " +
+            (k.dcn_crossing_hidden ? "hidden" : "NOT hidden") + "\n";
+  return text + book_verdict_line(k.comm_to_compute, e);
+}
+
+// "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]", in any order (the mesh parser,
+// parallel/mesh_spec.h); the axes must multiply to `chips`.
+Layout parse_layout(const std::string& text, int chips) {
+  Layout l;
+  for (const parallel::AxisSpec& item : parallel::parse_axis_sizes(text, {}, "data=2,tensor=2,microbatches=4")) {
+    const std::string& key = item.name;
+    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "sequence" ? &l.sequence
+               : key == "pipe" ? &l.pipe
+               : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
+               : key == "microbatches" ? &l.microbatches : nullptr;
+    if (!field)
+      throw UserError("--layout " + text + " names '" + key +
+                      "'; give sizes of data, fsdp, sequence, pipe, expert, tensor and microbatches");
+    *field = item.size;
+  }
+  if (l.chips() != chips)
+    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
+                    std::to_string(chips) + "; make the axis sizes multiply to the chip count");
+  return l;
+}
+
+// --tokens: a whole run at this layout's step time (steps, seconds, days), JSON and a line.
+std::optional<std::pair<Json, std::string>> run_of(const cxxopts::ParseResult& a, const StepEstimate& e,
+                                                   double batch_tokens) {
+  if (!a.count("tokens")) return std::nullopt;
+  const double tokens = parse_size(a["tokens"].as<std::string>(), "tokens");
+  if (!(tokens > 0)) throw UserError("--tokens must be a positive token count, e.g. 15e12");
+  const double steps = tokens / batch_tokens, seconds = steps * e.step_seconds;
+  return std::pair{Json{{"tokens", tokens}, {"steps", steps}, {"seconds", seconds},
+                        {"days", seconds / kSecondsPerDay}},
+                   "  run of " + scientific(tokens, "tokens") + ": " + human(steps, "") + " steps x " +
+                       human(e.step_seconds, "s") + " = " + human(seconds / kSecondsPerDay, "") + " days\n"};
+}
+
+// " DOES NOT FIT in 80 GB of HBM (params ..., activations ...)": why a priced layout does
+// not fit, after its memory per chip.
+std::string does_not_fit(const StepEstimate& e, const HardwareProfile& hw) {
+  const TrainingMemory& m = e.memory;
+  return " DOES NOT FIT in " + human(hw.hbm_bytes, "B") + " of HBM (params " +
+         human(m.params, "B") + ", grads " + human(m.grads, "B") + ", optimizer " + human(m.optimizer, "B") +
+         ", activations " + human(m.activations, "B") + ")";
+}
+
+// --command prints the layout's train_gpt command after the answer; --run prints it, then
+// runs it and returns its exit status.
+int command_or_run(const cxxopts::ParseResult& a, Json json, std::string text, const std::string& command) {
+  text += (a.count("layout") ? "as a command:\n  " : "best that fits, as a command:\n  ") + command + "\n";
+  json["command"] = command;
+  if (!a.count("run")) {
+    emit(a, json, text);
+    return 0;
+  }
+  emit(a, Json{{"command", command}}, text);
+  std::cout.flush();
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+int cmd_train(const cxxopts::ParseResult& a) {
+  // --cluster local: this machine, as measured (shardlab-plan calibrate), training in fp32.
+  const std::string cluster = a.count("cluster") ? a["cluster"].as<std::string>() : "";
+  if (!cluster.empty() && cluster != "local") {
+    throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
+  }
+  HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
+  if (a.count("params") && (!a["model"].as<std::string>().empty() || a.count("layers")))
+    throw UserError("give --params " + a["params"].as<std::string>() +
+                    " with --d-model (the layer count follows), or the shape (--model or --layers ...) without it");
+  TrainConfig c;
+  c.model = model_from(a);
+  // A shape derived from --params: say which (the ranking's first line is the shape).
+  const std::string derived = a.count("params") ? c.model.describe() + " (L from --params)\n" : "";
+  c.batch_tokens = parse_size(*batch_text(a, "tokens"), "batch");
+  c.remat = nn::parse_remat(a["remat"].as<std::string>());
+  const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
+  if (precision == "fp32") c.precision = fp32_training();
+  else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
+  c.efficiency = efficiency_from(a);
+  c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
+  const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
+  hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
+  if (hw.sharp && hw.interconnect != Interconnect::kSwitched)
+    throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
+                    "GPU profile (h100, b200, ...) or drop --sharp");
+  if (a.count("layout")) {
+    const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
+    const StepEstimate e = estimate_train_step(c, l, hw);
+    std::string text = derived + l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+                       human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
+                       (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
+                       human(e.tokens_per_chip, "") + " tokens/chip" +
+                       (e.padding_fraction > 0 ? " (" + scientific(100 * e.padding_fraction, "% padding)") : "") +
+                       ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "" : does_not_fit(e, hw)) + "\n";
+    for (const AxisComm& comm : e.comms)
+      text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
+              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
+    text += conditions_text(c, e, hw);
+    Json json = estimate_json(e);
+    json["book_conditions"] = conditions_json(c, e, hw);
+    if (const auto run = run_of(a, e, c.batch_tokens)) {
+      json["run"] = run->first;
+      text += run->second;
+    }
+    if (a.count("command") || a.count("run")) {
+      if (!e.fits) throw UserError("--layout " + l.describe() + ": memory/chip " + human(e.memory.total(), "B") + does_not_fit(e, hw) +
+                                   "; nothing to run: choose a layout that fits");
+      return command_or_run(a, json, text, train_command(c, l, a["train-args"].as<std::string>()));
+    }
+    emit(a, json, text);
+    return 0;  // the price of the one layout asked for is the answer, whether it fits or not
+  }
+  const Plan plan = plan_training(c, chips, hw);
+  require_positive("--top", a["top"].as<int>());
+  const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
+  const int64_t ff = c.model.d_ff;
+  const double per_chip = c.batch_tokens / chips;
+  Json conditions = Json{{"tokens_per_chip", per_chip},
+                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute)},
+                         {"tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute)},
+                         {"fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute)}};
+  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
+  if (c.model.experts > 0) {
+    conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
+  }
+  // X_opt within one ICI domain: the whole slice, or one pod's share of the batch past a pod.
+  const int pods = pods_spanned(chips, hw);
+  const int domain = pods > 1 ? hw.node_size : chips;
+  const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens * domain / chips, ff, domain, 1, 1);
+  conditions.update(Json{{"fsdp_tp_x_opt", split.x_opt}});
+  const double dcn_critical = dcn_critical_batch_per_pod(hw, c.precision.compute);
+  std::string pods_text;
+  if (pods > 1) {
+    conditions.update(Json{{"pods", pods},
+                           {"tokens_per_pod", c.batch_tokens / pods},
+                           {"dcn_critical_tokens_per_pod", dcn_critical}});
+    pods_text = pods_line(hw, pods, c.batch_tokens, c.precision.compute) + "\n";
+  }
+  Json ranked = Json::array(), skipped = Json::object();
+  std::string text = (derived.empty() ? c.model.describe() + "\n" : derived) + human(c.batch_tokens, "tokens") + " per step on " +
+                     std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
+                     " tokens per chip; DP/FSDP compute-bound above " +
+                     human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
+                     human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
+                     human(split.x_opt, "") + (pods > 1 ? " per pod" : "") +
+                     (c.model.experts > 0
+                          ? "; MoE layers (each expert sees k/E of the tokens) need E/k = " +
+                                human(static_cast<double>(c.model.experts) / c.model.top_k, "") + " times: above " +
+                                human(moe_critical_batch(dense_critical, c.model.experts, c.model.top_k), "") +
+                                " per chip"
+                          : std::string()) +
+                     "\n" + pods_text +
+                     std::to_string(plan.ranked.size()) + " layouts, " +
+                     std::to_string(plan.feasible) + " fit in " + human(hw.hbm_bytes, "B") + "\n";
+  for (int i = 0; i < top; ++i) {
+    const PlanEntry& e = plan.ranked[i];
+    Json entry = estimate_json(e.estimate);
+    entry.update(Json{{"rank", i + 1},
+                      {"verdict", e.verdict},
+                      {"book_conditions", conditions_json(c, e.estimate, hw)}});
+    ranked.push_back(entry);
+    char line[512];
+    std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
+                  e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
+                  human(e.estimate.step_seconds, "s").c_str(), human(e.estimate.memory.total(), "B").c_str(),
+                  e.verdict.c_str());
+    text += line;
+  }
+  for (const auto& [why, count] : plan.skipped) {
+    skipped[why] = count;
+    text += "  skipped " + std::to_string(count) + ": " + why + "\n";
+  }
+  // The best layout's conditions over all its axes, and a whole run at its step time.
+  Json run_json;
+  if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
+    const StepEstimate& best = plan.ranked.front().estimate;
+    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
+    if (const auto run = run_of(a, best, c.batch_tokens)) {
+      run_json = run->first;
+      text += run->second;
+    }
+  }
+  Json json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
+            {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+            {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json}};
+  // --command / --run: the best layout that fits, as a train_gpt command line.
+  if (a.count("command") || a.count("run")) {
+    const auto best = std::find_if(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& e) { return e.estimate.fits; });
+    if (best == plan.ranked.end()) throw UserError("no layout fits in " + human(hw.hbm_bytes, "B") + " per chip; nothing to run");
+    return command_or_run(a, json, text, train_command(c, best->estimate.layout, a["train-args"].as<std::string>()));
+  }
+  json["command"] = "";
+  emit(a, json, text);
+  return plan.feasible > 0 ? 0 : 2;  // ranking: no layout fits, no answer
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,80 @@
+#include "parallel/cost/hardware/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "framework/error.h"
+#include "framework/ops/matmul.h"
+
+namespace shardlab::cost {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Best (shortest) time of `run` over repeats filling `budget` seconds, after one warm-up.
+template <typename Run>
+double best_seconds(double budget, Run run) {
+  run();
+  double best = 1e30;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  } while (std::chrono::duration<double>(Clock::now() - start).count() < budget);
+  return best;
+}
+
+}  // namespace
+
+double measure_gemm_flops(int64_t n, double seconds) {
+  if (n < 1) throw UserError("GEMM size must be >= 1, got " + std::to_string(n));
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  const MatView view = MatView::matrix(n, n, n);
+  const double t = best_seconds(seconds, [&] { matmul_raw(a.data(), view, b.data(), view, c.data(), view); });
+  return 2.0 * n * n * n / t;
+}
+
+double measure_memory_bandwidth(double seconds) {
+  const size_t n = size_t{16} << 20;  // 3 x 64 MiB, far past any cache
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const float s = 3.0f;
+  const double t = best_seconds(seconds, [&] {
+#pragma omp parallel for simd
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+  });
+  return 3.0 * sizeof(float) * n / t;
+}
+
+double measure_copy_bandwidth(double seconds) {
+  const size_t bytes = size_t{64} << 20;
+  std::vector<char> from(bytes, 1), to(bytes);
+  const double t = best_seconds(seconds, [&] { std::memcpy(to.data(), from.data(), bytes); });
+  return bytes / t;
+}
+
+HardwareProfile calibrate_local(const CalibrationOptions& o) {
+  HardwareProfile p;
+  p.name = "local";
+  char host[256] = "this host";
+  gethostname(host, sizeof host - 1);
+  p.description = std::string("calibrated on ") + host + " (fp32 GEMM n=" + std::to_string(o.gemm_size) + ")";
+  p.flops_fp32 = measure_gemm_flops(o.gemm_size, o.seconds_per_measure);
+  p.flops_bf16 = p.flops_fp32;
+  p.flops_int8 = p.flops_fp32;
+  p.hbm_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  p.hbm_bandwidth = measure_memory_bandwidth(o.seconds_per_measure);
+  p.interconnect = Interconnect::kTorus;
+  p.ici = {measure_copy_bandwidth(o.seconds_per_measure), o.link_latency};
+  p.dcn = p.ici;
+  p.wraparound = true;
+  p.node_size = 1 << 20;
+  p.axis_links = o.axis_links;
+  return p;
+}
+
+}  // namespace shardlab::cost

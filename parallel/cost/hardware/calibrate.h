@@ -1,0 +1,41 @@
+// Calibration of the `local` profile: measure this machine and write the profile file that
+// hardware("local") reads (hardware/hardware.h; format in docs/cost_model.md).
+//
+//  - GEMM FLOP/s: the framework's own fp32 matmul (oneDNN) on n x n matrices, timed after
+//    a warm-up; this is one rank's peak with the current OpenMP thread count, so run it
+//    with the OMP_NUM_THREADS each training rank will get.
+//  - Memory bandwidth: a STREAM triad a = b + s c over arrays far larger than the caches,
+//    counting 3 x 4 bytes per element (two reads, one write).
+//  - Links: the mesh's ranks talk through shared memory here, so the default link is one
+//    memcpy between two large buffers (bandwidth) and the given default latency. Figures
+//    from bench_collectives replace it per axis (CalibrationOptions::axis_links).
+//
+//   HardwareProfile local = calibrate_local({});
+//   save_profile(local, local_profile_path());
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/cost/hardware/hardware.h"
+
+namespace shardlab::cost {
+
+struct CalibrationOptions {
+  int64_t gemm_size = 1024;           // n of the n x n x n GEMM
+  double seconds_per_measure = 0.3;   // each figure is the best of repeats within this time
+  double link_latency = 1e-6;         // default hop latency (shared-memory MPI is ~1 us)
+  std::map<std::string, LinkSpec> axis_links;  // measured elsewhere, stored as given
+};
+
+double measure_gemm_flops(int64_t n, double seconds);
+
+double measure_memory_bandwidth(double seconds);
+double measure_copy_bandwidth(double seconds);  // one memcpy of 64 MiB: bytes/s
+
+// A full `local` profile: measured figures, bf16 and int8 equal to fp32 (emulated here).
+HardwareProfile calibrate_local(const CalibrationOptions& options);
+
+}  // namespace shardlab::cost

@@ -1,0 +1,92 @@
+// Activation memory as shardlab's own autograd holds it, per rank of a layout: what
+// `train_gpt` and `shardlab-plan train --cluster local` estimate, next to the tracker's
+// measured peak (framework/memory.h).
+//
+// The book's count (model/transformer.h, saved_activations_per_token_layer) is what a fused
+// GPU kernel set keeps: about 16-20 D per token and layer, no attention probabilities,
+// no logits. shardlab's CPU autograd keeps more, and this file says exactly what:
+//
+// - A graph node holds its inputs until backward (framework/autograd.h, Node::inputs),
+//   so every intermediate a block computes stays alive: the block input, both norm
+//   outputs, the fused Q/K/V projection (and its RoPE copy), the attention output, the
+//   projection outputs before each residual add, the residual stream between them and the
+//   MLP's hidden activations (GELU: fc and gelu outputs, 2F; SwiGLU: gate, up and their
+//   product, 3F), plus the norms' row statistics.
+// - Attention keeps its probabilities: N x (causal row blocks of 64) per token, about
+//   N (T + 64) / 2, divided by the tensor axis.
+// - An MoE layer's experts see every capacity slot: s = E ceil(C T k / E) / T slots per
+//   token (dropless: E), each keeping its dispatched row, hidden activations and output;
+//   expert parallelism adds the two all_to_all buffers.
+// - Tensor parallelism divides the heads' and the MLP's part; the residual stream and the
+//   norm outputs stay full width on every rank, and each region's exit adds its
+//   all_reduce output. Sequence parallelism divides those too, except the all_gathered
+//   norm outputs the column-parallel matmuls read.
+// - The head keeps the final norm's output, the logits and cross entropy's softmax (V
+//   each, V/t under tensor parallelism), and its backward adds the logits' gradient.
+// - Rematerialisation keeps each block's input (full) or also its Linear outputs
+//   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed and
+//   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
+// - A pipeline stage keeps the activations of every microbatch in flight (1F1B: up to
+//   pipe - stage of them); only the first stage embeds and only the last holds the head.
+//
+//   ActivationQuery q{.tokens = 2048, .sequence = 256, .layers = 4};
+//   double bytes = shardlab_activation_bytes(shape_of(config), q).peak();
+#pragma once
+
+#include "framework/nn/config.h"
+#include "parallel/cost/model/transformer.h"
+
+namespace shardlab::cost {
+
+// One rank's share of a training step's activations.
+struct ActivationQuery {
+  double tokens = 0;        // one microbatch of this rank's data replica, all sequences
+  int64_t sequence = 0;     // tokens per sequence (attention's T)
+  nn::Remat remat = nn::Remat::None;
+  int tensor = 1;           // the tensor axis
+  bool sequence_parallel = false;
+  int expert = 1;           // the expert axis (adds all_to_all buffers when > 1)
+  double layers = 0;        // this rank's blocks (L / pipe)
+  double moe_layers = 0;    // of which MoE blocks
+  bool embedding = true;    // this rank's stage embeds (the first)
+  bool head = true;         // this rank's stage holds the head and the loss (the last)
+  double in_flight = 1;     // microbatches whose activations are alive at once
+  double capacity_factor = 1.25;  // MoE slots per expert (0: dropless)
+};
+
+// Elements one token keeps in one block (dense or MoE), as tensor parallelism splits them.
+struct BlockActivations {
+  double replicated = 0;  // full width on every tensor rank (the residual stream, norms)
+  double divided = 0;     // already divided by the tensor axis (heads, MLP, probabilities)
+  double total() const { return replicated + divided; }
+};
+BlockActivations shardlab_block_elements(const TransformerShape& s, const ActivationQuery& q, bool moe);
+
+// Activation bytes (fp32) of one rank in the two moments backward can peak at.
+struct ActivationBytes {
+  double kept = 0;       // every in-flight microbatch's kept tensors (and the embedding's)
+  double head = 0;       // as backward starts: the head's tensors and the logits' gradient
+  double recompute = 0;  // under remat: one block recomputed, its tensors alive at once
+  // Of `kept`, what the microbatch backward runs through keeps in its `layers` blocks:
+  // backward frees it block by block as the blocks' gradients accumulate.
+  double kept_backward = 0;
+  double layers = 1;
+  // The larger moment, activations alone (shardlab_peak_bytes adds the gradients).
+  double peak() const { return kept + (head > recompute ? head : recompute); }
+};
+ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q);
+
+// The peak of live bytes of one rank whose gradients are freed after each step: the
+// largest of four moments -- backward starting (the head's tensors; gradients only from
+// earlier microbatches, `grads_held`), under remat the last block recomputed first (every
+// block's kept tensors, few gradients yet) and the first block recomputed last (one
+// block's kept tensors, the other blocks' gradients), and the whole gradient once the
+// activations are freed.
+// `state`: parameters, optimizer state and gathered buffers, alive throughout.
+double shardlab_peak_bytes(double state, double grads, bool grads_held, const ActivationBytes& a);
+
+// The attention probabilities one token keeps per head: the causal row blocks' widths
+// averaged over a sequence of `sequence` tokens (framework/ops/attention.cpp).
+double attention_probability_elements(int64_t sequence);
+
+}  // namespace shardlab::cost

@@ -1,0 +1,43 @@
+#include "parallel/cost/training/axis_conditions.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/error.h"
+#include "parallel/cost/network/collective.h"
+
+namespace shardlab::cost {
+
+double dp_critical_batch(const HardwareProfile& hw, int axes, bool across_nodes, DType compute) {
+  return peak_flops(hw, compute) / allgather_bandwidth(hw, axes, across_nodes);
+}
+
+double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k) {
+  return experts > 0 ? dense_critical_batch * static_cast<double>(experts) / static_cast<double>(top_k)
+                     : dense_critical_batch;
+}
+
+double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes, DType compute) {
+  return axes * static_cast<double>(d_ff) * allgather_bandwidth(hw, 1) / peak_flops(hw, compute);
+}
+
+double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
+                              DType compute) {
+  const double alpha = dp_critical_batch(hw, 1, false, compute);
+  return alpha * alpha / (fsdp_axes * tensor_axes * static_cast<double>(d_ff));
+}
+
+FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,
+                                  double tensor_axes) {
+  if (chips < 1 || batch_tokens <= 0 || d_ff <= 0)
+    throw UserError("FSDP/TP split needs positive chips, batch and F");
+  FsdpTpSplit s;
+  s.x_opt = std::sqrt(batch_tokens * chips * fsdp_axes / (static_cast<double>(d_ff) * tensor_axes));
+  const int max_log = static_cast<int>(std::floor(std::log2(chips)));
+  const int x_log = std::clamp(static_cast<int>(std::lround(std::log2(std::max(s.x_opt, 1.0)))), 0, max_log);
+  s.fsdp = 1 << x_log;
+  s.tensor = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(chips) / s.fsdp)));
+  return s;
+}
+
+}  // namespace shardlab::cost

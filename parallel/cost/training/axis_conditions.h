@@ -1,0 +1,45 @@
+// The book's compute-bound conditions one mesh axis at a time (chapter "training"), for any
+// hardware profile. With C the chip's FLOP/s and W = allgather_bandwidth() (2 x ICI link
+// per torus axis, NVLink egress per GPU), backward compute 4 x params x tokens overlaps the
+// gradient all-reduce 4 x params / W (bf16), so:
+//   DP / FSDP stay compute-bound iff tokens per chip > C / W            (2550 on TPU v5p)
+//   TP of degree Y over M_Y axes iff Y < M_Y F W / C
+//   FSDP(X over M_X axes) + TP(Y over M_Y) iff B / N > (C/W)^2 / (M_X M_Y F),
+//     best at X = sqrt(B N M_X / (F M_Y)).
+// training/tpu_conditions.h and training/gpu_conditions.h evaluate them over a whole layout.
+//
+//   double alpha = dp_critical_batch(hardware("tpu-v5p"));              // 2550 tokens per chip
+//   FsdpTpSplit s = optimal_fsdp_tp_split(4 << 20, 28672, 8192, 1, 1);  // s.fsdp, s.tensor
+#pragma once
+
+#include <cstdint>
+
+#include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/roofline/roofline.h"
+
+namespace shardlab::cost {
+
+// Tokens per chip above which DP/FSDP gradient traffic hides under backward compute.
+// across_nodes: the axis crosses nodes/pods (W = node_size x W_dcn; per pod/node multiply
+// the result by node_size).
+double dp_critical_batch(const HardwareProfile& hw, int axes = 1, bool across_nodes = false,
+                         DType compute = DType::kBf16);
+// An MoE layer's experts each see k/E of the tokens, so every per-chip batch condition on
+// their weights (DP/FSDP traffic hidden, the matmuls compute-bound) needs E/k times the
+// dense layer's batch: critical_batch x E / k.
+double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k);
+// Largest tensor-parallel degree that stays compute-bound: M_Y F W / C.
+double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes = 1, DType compute = DType::kBf16);
+// Tokens per chip above which FSDP + TP stays compute-bound: (C/W)^2 / (M_X M_Y F).
+double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
+                              DType compute = DType::kBf16);
+
+struct FsdpTpSplit {
+  double x_opt = 0;  // sqrt(B N M_X / (F M_Y)), continuous
+  int fsdp = 1;      // the power of two nearest x_opt (log scale), at most `chips`
+  int tensor = 1;    // the largest power of two with fsdp x tensor <= chips
+};
+FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,
+                                  double tensor_axes);
+
+}  // namespace shardlab::cost

@@ -1,0 +1,122 @@
+#include "parallel/cost/training/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "framework/error.h"
+
+namespace shardlab::cost {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+std::string fixed(double value, int digits = 3) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+  return buffer;
+}
+
+// The microbatch count that serves this layout best: fewest that fit, and for pipelines
+// the one with the fastest step (more microbatches shrink the bubble).
+bool best_microbatches(const TrainConfig& c, Layout layout, const HardwareProfile& hw, StepEstimate& best,
+                       std::string& problem) {
+  bool found = false;
+  for (int mb = 1; mb <= 1024; mb *= 2) {
+    layout.microbatches = mb;
+    const std::string why = layout_problem(c, layout);
+    if (!why.empty()) {
+      if (mb == 1) problem = why;
+      break;
+    }
+    const StepEstimate e = estimate_train_step(c, layout, hw);
+    const bool better = !found || (e.fits && !best.fits) ||
+                        (e.fits == best.fits && (e.fits ? e.step_seconds < best.step_seconds * 0.999
+                                                        : e.memory.total() < best.memory.total()));
+    if (better) best = e, found = true;
+    if (layout.pipe == 1 && e.fits) break;  // without a pipeline, more microbatches only add latency
+  }
+  return found;
+}
+
+std::string verdict(const StepEstimate& e, const StepEstimate& best, const HardwareProfile& hw) {
+  const double gb = 1e9;
+  if (!e.fits)
+    return "does not fit: " + fixed(e.memory.total() / gb) + " GB per chip > " + fixed(hw.hbm_bytes / gb) +
+           " GB (params " + fixed(e.memory.params / gb) + ", grads " + fixed(e.memory.grads / gb) + ", optimizer " +
+           fixed(e.memory.optimizer / gb) + ", activations " + fixed(e.memory.activations / gb) + ")";
+  if (!e.compute_bound)
+    return "communication-bound: " + e.bottleneck + " traffic " + fixed(e.comm_seconds) + " s > compute " +
+           fixed(e.compute_seconds) + " s";
+  if (e.bubble_fraction > 0.05)
+    return "pipeline bubble idles the chips " + fixed(100 * e.bubble_fraction, 2) + "% of the step";
+  if (e.step_seconds > best.step_seconds * 1.001)
+    return "slower: " + fixed(e.step_seconds / best.step_seconds) + "x the best step (communication " +
+           fixed(e.comm_seconds) + " s vs " + fixed(best.comm_seconds) + " s)";
+  return "ties the best; uses more memory per chip (" + fixed(e.memory.total() / gb) + " GB vs " +
+         fixed(best.memory.total() / gb) + " GB)";
+}
+
+}  // namespace
+
+Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
+  if (chips < 1) throw UserError("--chips must be at least 1, got " + std::to_string(chips));
+  c.model.validate();
+  if (c.batch_tokens <= 0) throw UserError("batch must be a positive number of tokens");
+  Plan plan;
+  const std::vector<int> sizes = divisors(chips);
+  const bool moe = c.model.experts > 0;
+  // A sequence axis only where folding it into the batch axes would not split the batch's
+  // sequences evenly (the book shards the sequence once they run out; an odd factor of the
+  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no sequence axis.
+  const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
+  auto consider = [&](const Layout& layout) {
+    StepEstimate estimate;
+    std::string problem;
+    if (best_microbatches(c, layout, hw, estimate, problem)) {
+      plan.ranked.push_back({estimate, ""});
+    } else {
+      ++plan.skipped[problem];
+    }
+  };
+  for (int tensor : sizes)
+    for (int pipe : sizes) {
+      if (chips % (static_cast<int64_t>(tensor) * pipe) != 0) continue;
+      for (int expert : sizes) {
+        const int64_t model = static_cast<int64_t>(tensor) * pipe * expert;
+        if (chips % model != 0 || (!moe && expert > 1)) continue;
+        for (int sequence : sizes) {
+          if (chips % (model * sequence) != 0) continue;
+          for (int fsdp : sizes) {
+            const int64_t inner = model * sequence * fsdp;
+            if (chips % inner != 0) continue;
+            const int data = chips / static_cast<int>(inner);
+            const double batch_ways = static_cast<double>(data) * fsdp * expert * sequence;
+            const bool needed = std::fmod(sequences, batch_ways) != 0;
+            if (sequence > 1 && (c.shardlab_activations || !needed)) continue;
+            consider(Layout{data, fsdp, sequence, pipe, expert, tensor, 1});
+          }
+        }
+      }
+    }
+  std::stable_sort(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& a, const PlanEntry& b) {
+    if (a.estimate.fits != b.estimate.fits) return a.estimate.fits;
+    if (a.estimate.fits && a.estimate.step_seconds != b.estimate.step_seconds)
+      return a.estimate.step_seconds < b.estimate.step_seconds;
+    return a.estimate.memory.total() < b.estimate.memory.total();
+  });
+  for (PlanEntry& entry : plan.ranked) {
+    plan.feasible += entry.estimate.fits;
+    entry.verdict = &entry == &plan.ranked.front() && entry.estimate.fits
+                        ? "best"
+                        : verdict(entry.estimate, plan.ranked.front().estimate, hw);
+  }
+  return plan;
+}
+
+}  // namespace shardlab::cost

@@ -1,0 +1,210 @@
+#include "parallel/cost/training/train_step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "framework/error.h"
+#include "parallel/cost/model/autograd_activations.h"
+#include "parallel/cost/network/fat_tree.h"
+#include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/zero_memory.h"
+
+namespace shardlab::cost {
+
+std::string Layout::describe() const {
+  std::ostringstream out;
+  const std::pair<const char*, int> axes[] = {
+      {"data", data}, {"fsdp", fsdp}, {"sequence", sequence}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
+  for (const auto& [name, size] : axes)
+    if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
+  if (out.tellp() == 0) out << "single chip";
+  if (microbatches > 1) out << " (microbatches " << microbatches << ")";
+  return out.str();
+}
+
+std::string Layout::strategy() const {
+  std::string s;
+  const std::pair<const char*, int> parts[] = {
+      {"DP", data}, {"FSDP", fsdp}, {"SP", sequence}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
+  for (const auto& [name, size] : parts)
+    if (size > 1) {
+      if (!s.empty()) s += '+';
+      s += name;
+    }
+  return s.empty() ? "single" : s;
+}
+
+std::string layout_problem(const TrainConfig& c, const Layout& l) {
+  const TransformerShape& m = c.model;
+  auto say = [](const std::string& what, int size, const std::string& dim, int64_t value) {
+    return what + "=" + std::to_string(size) + " does not divide " + dim + "=" + std::to_string(value);
+  };
+  for (int size : {l.data, l.fsdp, l.sequence, l.pipe, l.expert, l.tensor, l.microbatches})
+    if (size < 1) return "every axis size and the microbatch count must be >= 1";
+  if (m.heads % l.tensor) return say("tensor", l.tensor, "heads N", m.heads);
+  if (m.kv_heads % l.tensor && l.tensor % m.kv_heads) return say("tensor", l.tensor, "kv_heads K", m.kv_heads);
+  if (m.d_ff % l.tensor) return say("tensor", l.tensor, "d_ff F", m.d_ff);
+  if (m.layers % l.pipe) return say("pipe", l.pipe, "layers L", m.layers);
+  if (l.expert > 1 && (m.experts == 0 || m.experts % l.expert))
+    return say("expert", l.expert, "experts E", m.experts);
+  if (l.sequence > m.context)
+    return "sequence=" + std::to_string(l.sequence) + " exceeds the sequence length T=" + std::to_string(m.context) +
+           "; shard the sequence at most T ways";
+  if (l.sequence > 1 && c.shardlab_activations)
+    return "sequence=" + std::to_string(l.sequence) + ": train_gpt has no sequence axis; use data, fsdp, pipe, expert, tensor";
+  const double sequences = c.batch_tokens / m.context;
+  const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
+  if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
+    return "batch of " + std::to_string(static_cast<int64_t>(sequences)) + " sequences does not split into " +
+           std::to_string(static_cast<int64_t>(split)) + " (data x fsdp x expert x microbatches)";
+  return "";
+}
+
+CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inner, int chips,
+                               const HardwareProfile& hw) {
+  if (size <= 1) return {};
+  if (hw.interconnect == Interconnect::kSwitched) {
+    if (inner * size <= hw.node_size) return gpu_collective(op, bytes, size, hw);
+    if (spans_whole_nodes(op, size, inner, hw)) return fat_tree_axis_collective(op, bytes, size, inner, hw);
+    if (inner >= hw.node_size) {
+      CollectiveCost c = torus_collective(op, bytes, {{size, true}}, hw.dcn, false);
+      c.path = "infiniband";
+      return c;
+    }
+    HardwareProfile part = hw;  // this group's share of each node
+    part.node_size = hw.node_size / inner;
+    return gpu_collective(op, bytes, size, part);
+  }
+  return torus_axis_collective(op, bytes, size, inner, chips, hw);
+}
+
+namespace {
+
+struct AxisSpec {
+  const char* name;
+  int size;
+  int inner;  // chips on axes nested inside this one
+};
+
+}  // namespace
+
+StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const HardwareProfile& hw) {
+  if (const std::string problem = layout_problem(c, l); !problem.empty()) throw UserError(problem);
+  const TransformerShape& m = c.model;
+  const ParamCounts p = count_params(m);
+  const int chips = l.chips();
+  const double t = l.tensor, pp = l.pipe, f = static_cast<double>(l.fsdp) * l.sequence, e = l.expert,
+               mb = l.microbatches, sp = l.sequence;
+  const double layers_per_stage = m.layers / pp;
+  const double replicas = static_cast<double>(l.data) * l.fsdp * l.expert;
+  // Each sequence's shard on the sequence axis is ceil(T / sequence) tokens, the last padded.
+  const double shard_length = std::ceil(static_cast<double>(m.context) / sp);
+  const double padded_batch = c.batch_tokens / static_cast<double>(m.context) * shard_length * sp;
+  const double tokens_per_replica = padded_batch / replicas;  // all sequence shards of a replica
+  const double dense_params = p.total - p.experts;
+  const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
+  const double act_bytes = bytes_of(c.precision.activations);
+
+  // Axes innermost first, so each knows how many chips sit inside it.
+  const AxisSpec tensor{"tensor", l.tensor, 1};
+  const AxisSpec expert{"expert", l.expert, l.tensor};
+  const AxisSpec pipe{"pipe", l.pipe, l.tensor * l.expert};
+  const AxisSpec sequence{"sequence", l.sequence, l.tensor * l.expert * l.pipe};
+  // The state shards over fsdp x sequence, gathered and reduced as one group.
+  const AxisSpec state{l.sequence == 1 ? "fsdp" : l.fsdp == 1 ? "sequence" : "fsdp+sequence", l.fsdp * l.sequence,
+                       l.tensor * l.expert * l.pipe};
+  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.sequence};
+
+  StepEstimate s;
+  s.layout = l;
+  auto add = [&](const AxisSpec& axis, CollectiveOp op, const std::string& what, double bytes, int count) {
+    if (axis.size <= 1 || count == 0 || bytes <= 0) return;
+    const CollectiveCost one = axis_collective(op, bytes, axis.size, axis.inner, chips, hw);
+    s.comms.push_back({axis.name, what, op, bytes, count, count * one.seconds, one.path});
+  };
+
+  const double model_shard = model_shard_params(p, t, pp, e);
+  const int per_microbatch = static_cast<int>(mb);
+  add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
+      2 * per_microbatch);
+  add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", grad_bytes * model_shard, per_microbatch);
+  add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", grad_bytes * model_shard / f, 1);
+  add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
+
+  const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
+  const double mb_tokens_chip = mb_tokens_group / sp;       // ... of which one sequence shard
+  const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
+  add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
+      mb_tokens_chip * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
+  // Attention over a sharded sequence: every chip gathers the whole sequences' K and V (its
+  // tensor rank's kv heads) each pass and reduce_scatters their gradients in backward.
+  const double kv_heads_per_chip = std::max(1.0, static_cast<double>(m.kv_heads) / t);
+  const double kv_bytes = mb_tokens_group * 2 * kv_heads_per_chip * m.head_dim * act_bytes;
+  add(sequence, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
+      static_cast<int>(remat_passes * layers_per_stage * mb));
+  add(sequence, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
+      static_cast<int>(layers_per_stage * mb));
+  if (m.experts > 0) {  // the MoE layers of a stage only
+    const double moe_layers_per_stage = layers_per_stage * m.moe_layers() / m.layers;
+    add(expert, CollectiveOp::kAllToAll, "all_to_all(tokens) dispatch+combine",
+        mb_tokens_chip * e * m.top_k * m.d_model * act_bytes / t,
+        static_cast<int>(2 * remat_passes * moe_layers_per_stage * mb));
+  }
+  if (l.pipe > 1) {  // a send of one microbatch's activations = an all_gather of 2 shards
+    const double send = mb_tokens_chip * m.d_model * act_bytes;
+    const CollectiveCost one = axis_collective(CollectiveOp::kAllGather, 2 * send, 2, pipe.inner, chips, hw);
+    s.comms.push_back({"pipe", "send/recv(activations, grads)", CollectiveOp::kAllGather, send,
+                       static_cast<int>(2 * mb), 2 * mb * one.seconds, one.path});
+  }
+
+  s.tokens_per_chip = padded_batch / chips;
+  s.padding_fraction = 1 - c.batch_tokens / padded_batch;
+  s.flops_per_chip = train_flops_per_token(m, c.remat) * s.tokens_per_chip;
+  s.bubble_fraction = (pp - 1) / (mb + pp - 1);
+  s.compute_seconds = s.flops_per_chip / (peak_flops(hw, c.precision.compute) * c.efficiency) /
+                      (1 - s.bubble_fraction);
+  std::map<std::string, double> per_axis;
+  for (const AxisComm& comm : s.comms) {
+    s.comm_seconds += comm.seconds;
+    per_axis[comm.axis] += comm.seconds;
+  }
+  s.bottleneck = "compute";
+  if (s.comm_seconds > s.compute_seconds)
+    s.bottleneck = std::max_element(per_axis.begin(), per_axis.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  s.compute_bound = s.compute_seconds >= s.comm_seconds;
+  s.step_seconds = std::max(s.compute_seconds, s.comm_seconds);
+  s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
+
+  // The fsdp x sequence group is ZeRO-3: every piece of the state shards over it, the
+  // gradients too while microbatches accumulate (each reduce_scatters its own).
+  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, f, false, layers_per_stage);
+  s.memory.params = param_bytes * (share.params + share.gathered);
+  s.memory.grads = grad_bytes * share.grads;
+  s.memory.optimizer = c.precision.optimizer_bytes * share.optimizer;
+  const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
+  if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
+    const ActivationBytes a = shardlab_activation_bytes(
+        m, {.tokens = mb_tokens_group, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
+            .expert = l.expert, .layers = layers_per_stage,
+            .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
+            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight});
+    s.memory.activations = a.peak();
+    s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
+  } else {
+    s.memory.activations = activation_bytes(mb_tokens_chip * in_flight, 1,
+                                            saved_activations_per_token_layer(m, c.remat) / t, c.precision.activations) *
+                           layers_per_stage;
+  }
+  s.fits = s.memory.total() <= hw.hbm_bytes;
+  return s;
+}
+
+double predicted_train_step_seconds(const TransformerShape& shape, int64_t tokens, const HardwareProfile& hw,
+                                    DType compute, nn::Remat remat) {
+  return train_flops_per_token(shape, remat) * static_cast<double>(tokens) / peak_flops(hw, compute);
+}
+
+}  // namespace shardlab::cost

@@ -1,0 +1,100 @@
+// One training step of a layout data x fsdp x sequence x pipe x expert x tensor (book
+// chapters "training" and "applied-training"): its collectives per axis, memory per chip
+// and predicted step time. The book's closed-form conditions, one axis at a time, are in
+// training/axis_conditions.h; over a whole layout in training/tpu_conditions.h and
+// training/gpu_conditions.h.
+//
+// Sequence (context) sharding, the book's "FSDP over the batch and sequence axes"
+// (applied-training): once data x fsdp reaches the number of sequences, a `sequence` axis
+// splits each sequence's T tokens (ceil(T / sequence) per chip, the last shard padded), so
+// tokens per chip may fall below T. Parameters, gradients and optimizer state shard over
+// fsdp x sequence, whose all_gathers and reduce_scatters run as one group; attention
+// all_gathers each layer's K and V over the sequence axis (forward, backward and a
+// recompute) and reduce_scatters their gradients (Megatron-style context parallelism).
+//
+//   TrainConfig cfg{.model = model_preset("llama2-13b"), .batch_tokens = 4 << 20};
+//   StepEstimate e = estimate_train_step(cfg, Layout{.fsdp = 64, .tensor = 4}, hardware("tpu-v5p"));
+//   e.step_seconds, e.memory.total(), e.comms (one entry per axis and collective)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/cost/model/transformer.h"
+#include "parallel/cost/network/collective.h"
+
+namespace shardlab::cost {
+
+// Mesh axes, outermost first as in DESIGN ("data,fsdp,pipe,expert,tensor"), with the
+// cost model's sequence axis inside fsdp ("data,fsdp,sequence,pipe,expert,tensor").
+struct Layout {
+  int data = 1, fsdp = 1, sequence = 1, pipe = 1, expert = 1, tensor = 1;
+  int microbatches = 1;  // pipeline microbatches / gradient-accumulation steps
+  int chips() const { return data * fsdp * sequence * pipe * expert * tensor; }
+  std::string describe() const;  // "data=2 fsdp=4 tensor=2 (microbatches 4)"
+  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+SP+TP", ...
+};
+
+struct TrainConfig {
+  TransformerShape model;
+  double batch_tokens = 0;  // global batch, tokens per step
+  nn::Remat remat = nn::Remat::None;
+  TrainingPrecision precision;
+  double efficiency = 1.0;  // achieved fraction of peak FLOP/s (MFU) for compute time
+  // Count activations as shardlab's own autograd keeps them (model/autograd_activations.h: every
+  // intermediate, attention probabilities, logits) instead of the book's fused-kernel count.
+  bool shardlab_activations = false;
+};
+
+// One collective (or send/recv) the layout runs each step, with its total time.
+struct AxisComm {
+  std::string axis;  // data | fsdp | sequence | fsdp+sequence | pipe | expert | tensor
+  std::string what;  // e.g. "all_reduce(grads)"
+  CollectiveOp op = CollectiveOp::kAllGather;
+  double bytes = 0;    // V of one call (network/collective.h), or bytes of one send
+  int count = 0;       // calls per step
+  double seconds = 0;  // all calls together
+  std::string path;    // links used
+};
+
+struct StepEstimate {
+  Layout layout;
+  double flops_per_chip = 0;
+  double tokens_per_chip = 0;  // of one step, padding included (under sequence sharding < T)
+  double padding_fraction = 0; // of the computed tokens that pad a sequence split unevenly
+  double compute_seconds = 0;  // includes the pipeline bubble
+  double bubble_fraction = 0;  // (p-1)/(m+p-1)
+  std::vector<AxisComm> comms;
+  double comm_seconds = 0;         // sum over comms
+  double step_seconds = 0;         // max(compute, comm): communication overlapped
+  double step_seconds_serial = 0;  // compute + comm: nothing overlapped
+  TrainingMemory memory;           // per chip, FSDP prefetch buffers counted as params
+  bool fits = false;               // memory.total() <= hbm_bytes
+  bool compute_bound = false;      // compute_seconds >= comm_seconds
+  std::string bottleneck;          // "compute" or the axis whose traffic dominates
+};
+
+// Empty when the layout can run this model and batch; otherwise why not (e.g. "tensor=16
+// does not divide heads N=12"). The batch's sequences must split evenly over
+// data x fsdp x expert x microbatches; the sequence axis may leave a padded last shard but
+// not exceed T. shardlab's own autograd (shardlab_activations) has no sequence axis.
+std::string layout_problem(const TrainConfig& config, const Layout& layout);
+// Throws UserError with layout_problem() when the layout is invalid.
+StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout, const HardwareProfile& hw);
+
+// The train_gpt prediction: compute time of one step of `tokens` tokens at peak FLOP/s in
+// `compute` (fp32 for shardlab on CPU), no communication.
+double predicted_train_step_seconds(const TransformerShape& shape, int64_t tokens, const HardwareProfile& hw,
+                                    DType compute = DType::kFp32, nn::Remat remat = nn::Remat::None);
+
+// The collective of one mesh axis inside a layout of `chips` chips, `inner` of which lie on
+// axes nested inside it. Torus: torus_axis_collective (network/multipod.h): ICI on the physical
+// axes it spans within a pod, DCN once the inner axes fill pods, both (hierarchical) when
+// it straddles pods. GPU: NVLink while inner x size fits a node; over
+// whole nodes the fat tree (fat_tree_axis_collective, the inner axes as its inner axis);
+// otherwise hierarchical NVLink + InfiniBand, or InfiniBand rails alone once the inner
+// axes fill a node.
+CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inner, int chips,
+                               const HardwareProfile& hw);
+
+}  // namespace shardlab::cost
