@@ -1,7 +1,7 @@
 // The book's worked figures behind shardlab-plan's totals, roofline and point-to-point
 // calculators, as tables (tests/book_figure.h). (tests/test_cost_model.cpp holds the rest
-// of the book's figures, from shared/reference/scaling_book_vectors.md;
-// tests/test_cost_serving.cpp the serving chapters'.)
+// of the book's figures, one test case per figure; tests/test_cost_serving.cpp the
+// serving chapters'.)
 #include <doctest/doctest.h>
 
 #include <cmath>

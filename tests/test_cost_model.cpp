@@ -1,6 +1,6 @@
-// The book's worked figures (shared/reference/scaling_book_vectors.md), one test case per
-// vector id. kBook: the book rounds to ~2 significant figures, so +-10%. kExact: where the
-// reference file's [check] gives the exact arithmetic, the calculators must match it tightly.
+// The book's worked figures, one test case per figure. kBook: the book rounds to ~2
+// significant figures, so +-10%. kExact: where the exact arithmetic is known, the
+// calculators must match it tightly.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -27,7 +27,7 @@ struct LinkSpec {
 
 // How the chips of one fast domain (a TPU pod, a GPU node) are wired.
 enum class Interconnect {
-  kTorus,     // TPU ICI: nearest-neighbour links along each torus axis (DESIGN's mesh too)
+  kTorus,     // TPU ICI: nearest-neighbour links along each torus axis (shardlab's mesh too)
   kSwitched,  // GPU NVLink through NVSwitch: every GPU reaches every other at full egress
 };
 
