@@ -1,5 +1,5 @@
-// The book's training chapters at scale: LLaMA-3 70B's batch sharded over sequence on a
-// v5p pod, and several pods joined by DCN with chapter 6's worked problems, as tables
+// The book's training chapters at scale: LLaMA-3 70B's batch sharded over a context axis
+// on a v5p pod, and several pods joined by DCN with chapter 6's worked problems, as tables
 // (tests/book_figure.h). (test_cost_book_figures.cpp holds the calculators' figures.)
 #include <doctest/doctest.h>
 
@@ -23,31 +23,31 @@ using shardlab::test::kExact;
 
 // applied-training.md, "How to shard LLaMA 3-70B for training": a 4M-token batch of 1024
 // sequences of 4096 tokens on a v5p pod. The book's FSDP x TP pick, 2048 x 4, is 8192
-// chips; the full pod's 8960 = 2^8 x 35 only splits with a 35-way (padded) sequence axis.
-TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied-training)") {
+// chips; the full pod's 8960 = 2^8 x 35 only splits with a 35-way (padded) context axis.
+TEST_CASE("context parallelism: LLaMA-3 70B's 4M-token batch on a v5p pod (applied-training)") {
   const HardwareProfile& v5p = hardware("tpu-v5p");
   TrainConfig c;
   c.model = model_preset("llama3-70b");
   c.batch_tokens = 4 << 20;
   c.model.context = 4096;
   const char* source = "applied-training.md, How to shard LLaMA 3-70B for training";
-  // Q1: without sequence sharding the batch axes stop at 1024 chips, one sequence each.
+  // Q1: without context parallelism the batch axes stop at 1024 chips, one sequence each.
   CHECK(layout_problem(c, {.fsdp = 2048}).find("does not split into 2048") != std::string::npos);
-  CHECK(layout_problem(c, {.fsdp = 1024, .sequence = 2}).empty());
+  CHECK(layout_problem(c, {.fsdp = 1024, .context = 2}).empty());
   // Q2: FSDP over batch and sequence on all 8960 chips: 468 tokens per chip, below the 850
   // that FSDP over a pod's three axes needs, so communication-bound.
-  const StepEstimate fsdp_only = estimate_train_step(c, {.fsdp = 256, .sequence = 35}, v5p);
-  check({{source, "tokens per chip, 4M / 8960 (35-way sequence shards pad 4096 to 4130)", fsdp_only.tokens_per_chip,
+  const StepEstimate fsdp_only = estimate_train_step(c, {.fsdp = 256, .context = 35}, v5p);
+  check({{source, "tokens per chip, 4M / 8960 (35-way context shards pad 4096 to 4130)", fsdp_only.tokens_per_chip,
           468, 0.01},
          {source, "FSDP's critical batch over 3 axes", dp_critical_batch(v5p, 3), 850, kBook}});
   CHECK_FALSE(fsdp_only.compute_bound);
   // Q3: FSDP x TP stays compute-bound; the planner's best on 8192 chips shards the batch
-  // 1024 ways (data x fsdp), the sequence 2 ways and the model 4 ways (the book's takeaway).
+  // 1024 ways (data x fsdp), each sequence 2 ways (context) and the model 4 ways (the book's takeaway).
   const Plan plan = plan_training(c, 8192, v5p);
   REQUIRE(plan.feasible > 0);
   const StepEstimate& best = plan.ranked.front().estimate;
   CHECK(best.layout.data * best.layout.fsdp == 1024);
-  CHECK(best.layout.sequence == 2);
+  CHECK(best.layout.context == 2);
   CHECK(best.layout.tensor == 4);
   CHECK(best.compute_bound);
   // Its step at peak is 6 x 70e9 x 4M / (8192 x 4.59e14) = 0.468 s in the book's 6P
@@ -55,17 +55,17 @@ TEST_CASE("sequence sharding: LLaMA-3 70B's 4M-token batch on a v5p pod (applied
   check({{source, "step at peak FLOP/s, 6PT / (8192 C)", best.step_seconds, 6 * 70e9 * (4 << 20) / (8192 * 4.59e14),
           kBook},
          {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.chips()), kExact}});
-  // Attention over the 2-way sequence axis gathers one sequence's K and V per layer: 4096
+  // Attention over the 2-way context axis gathers one sequence's K and V per layer: 4096
   // tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
-  const StepEstimate book_layout = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
+  const StepEstimate book_layout = estimate_train_step(c, {.fsdp = 1024, .context = 2, .tensor = 4}, v5p);
   double kv_bytes = 0;
   for (const AxisComm& comm : book_layout.comms)
-    if (comm.axis == "sequence" && comm.op == CollectiveOp::kAllGather) kv_bytes = comm.bytes;
+    if (comm.axis == "context" && comm.op == CollectiveOp::kAllGather) kv_bytes = comm.bytes;
   CHECK(kv_bytes == doctest::Approx(4096.0 * 2 * 2 * 128 * 2).scale(0));
-  // The full pod now plans: its best layout shards the sequence (35 ways) beside 4-way TP.
+  // The full pod now plans: its best layout shards the sequence (35-way context) beside 4-way TP.
   const Plan pod = plan_training(c, 8960, v5p);
   REQUIRE(pod.feasible > 0);
-  CHECK(pod.ranked.front().estimate.layout.sequence > 1);
+  CHECK(pod.ranked.front().estimate.layout.context > 1);
   CHECK(pod.ranked.front().estimate.layout.tensor == 4);
 }
 
@@ -117,16 +117,16 @@ TEST_CASE("several pods joined by DCN: the per-pod critical batch and the worked
   const RunTotals days = run_totals({.params = 70e9, .tokens = 15e12, .chips = 4 * 8960, .mfu = 0.4}, v5p);
   check({{q1, "4 pods of 8960 chips", static_cast<double>(k.pods), 4, kExact},
          {q1, "tokens per pod, 4M / 4, far above C / W_dcn", k.tokens_per_pod, 1.05e6, 0.01},
-         {q1, "tokens per chip, 4M / 35840 (sequence shards of 35 pad to 4130)", k.tokens_per_chip, 117, 0.01},
+         {q1, "tokens per chip, 4M / 35840 (context shards of 35 pad to 4130)", k.tokens_per_chip, 117, 0.01},
          {q1, "... just above FSDP+TP's 2550^2 / 2F = 113 (the correct bound: ICI, not DCN)",
           fsdp_tp_critical_batch(28672, v5p, 2, 1), 113, 0.01},
          {q1, "days at 40% MFU: the book's 44 days on one pod / 4", days.days, 44.0 / 4, kBook}});
   CHECK(k.dcn_hidden);
   CHECK(best.fits);
   // The book's recipe, pure DP over the pods and FSDP x TP inside each, runs out of room in
-  // a pod of 2^8 x 35 chips: 256 sequences per pod force a 35-way sequence axis, and the
+  // a pod of 2^8 x 35 chips: 256 sequences per pod force a 35-way context axis, and the
   // FSDP group of 1120 (or 2240) sees too few tokens per gather, so it is ICI-bound.
-  const StepEstimate recipe = estimate_train_step(c, {.data = 4, .fsdp = 32, .sequence = 35, .tensor = 8}, v5p);
+  const StepEstimate recipe = estimate_train_step(c, {.data = 4, .fsdp = 32, .context = 35, .tensor = 8}, v5p);
   const LayoutConditions kr = layout_conditions(c, recipe, v5p);
   CHECK(kr.dcn_ways == 4);
   CHECK(kr.dcn_crossing_hidden);

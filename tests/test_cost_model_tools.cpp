@@ -1,6 +1,6 @@
 // The cost model beyond the book's figures: hardware profiles and their file, general
-// collective identities, training-step estimates around the book's crossovers, sequence
-// sharding, pods joined by DCN and a layout's conditions, the planner, training totals.
+// collective identities, training-step estimates around the book's crossovers, context
+// parallelism, pods joined by DCN and a layout's conditions, the planner, training totals.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -229,7 +229,7 @@ TEST_CASE("layout conditions: every group's M and term at once, as the estimate 
   c.model.context = 4096;
   c.batch_tokens = 4 << 20;
   // The book's 2048 x 4 on 8192 chips: one domain, FSDP over 3 torus axes, TP over 1.
-  const StepEstimate e = estimate_train_step(c, {.fsdp = 1024, .sequence = 2, .tensor = 4}, v5p);
+  const StepEstimate e = estimate_train_step(c, {.fsdp = 1024, .context = 2, .tensor = 4}, v5p);
   const LayoutConditions k = layout_conditions(c, e, v5p);
   CHECK(k.pods == 1);
   CHECK(k.dcn_ways == 1);
@@ -245,13 +245,13 @@ TEST_CASE("layout conditions: every group's M and term at once, as the estimate 
   CHECK(k.compute_bound_by_book);
   CHECK(k.dcn_crossing_seconds == 0);
   // Each microbatch gathers the weights again: half the tokens per gather.
-  const StepEstimate halves = estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4, .microbatches = 2}, v5p);
+  const StepEstimate halves = estimate_train_step(c, {.fsdp = 512, .context = 2, .tensor = 4, .microbatches = 2}, v5p);
   CHECK(layout_conditions(c, halves, v5p).tokens_per_fsdp_member ==
-        doctest::Approx(layout_conditions(c, estimate_train_step(c, {.fsdp = 512, .sequence = 2, .tensor = 4}, v5p), v5p)
+        doctest::Approx(layout_conditions(c, estimate_train_step(c, {.fsdp = 512, .context = 2, .tensor = 4}, v5p), v5p)
                             .tokens_per_fsdp_member / 2).scale(0));
   // Two pods of DP over DCN with too small a batch per pod: the book's DCN term fails.
   c.batch_tokens = 16.0 * 4096;  // 32,768 tokens per pod < C/W_dcn = 73,440
-  const StepEstimate tiny = estimate_train_step(c, {.data = 2, .fsdp = 8, .sequence = 35, .tensor = 32}, v5p);
+  const StepEstimate tiny = estimate_train_step(c, {.data = 2, .fsdp = 8, .context = 35, .tensor = 32}, v5p);
   const LayoutConditions kt = layout_conditions(c, tiny, v5p);
   CHECK(kt.pods == 2);
   CHECK(kt.dcn_ways == 2);
@@ -281,31 +281,31 @@ TEST_CASE("planner: 2-4 pods and counts past one pod on every TPU profile give l
   }
 }
 
-TEST_CASE("sequence sharding: general behaviour") {
+TEST_CASE("context parallelism: general behaviour") {
   const HardwareProfile& v5p = hardware("tpu-v5p");
   TrainConfig c;
   c.model = model_preset("llama2-13b");
   c.batch_tokens = 64.0 * 4096;
-  // Memory and state: the sequence axis divides activations and, with fsdp, the state.
+  // Memory and state: the context axis divides activations and, with fsdp, the state.
   const StepEstimate flat = estimate_train_step(c, {.fsdp = 64}, v5p);
-  const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .sequence = 2}, v5p);
+  const StepEstimate split = estimate_train_step(c, {.fsdp = 32, .context = 2}, v5p);
   CHECK(split.memory.optimizer == doctest::Approx(flat.memory.optimizer).scale(0));
   CHECK(split.memory.activations == doctest::Approx(flat.memory.activations).scale(0));
   CHECK(split.tokens_per_chip == doctest::Approx(flat.tokens_per_chip).scale(0));
-  const StepEstimate halved = estimate_train_step(c, {.fsdp = 64, .sequence = 2}, v5p);
+  const StepEstimate halved = estimate_train_step(c, {.fsdp = 64, .context = 2}, v5p);
   CHECK(halved.memory.activations == doctest::Approx(flat.memory.activations / 2).scale(0));
   CHECK(halved.tokens_per_chip == doctest::Approx(2048).scale(0));
   // An uneven split pads the last shard and computes the padding.
-  const StepEstimate uneven = estimate_train_step(c, {.fsdp = 64, .sequence = 3}, v5p);
+  const StepEstimate uneven = estimate_train_step(c, {.fsdp = 64, .context = 3}, v5p);
   CHECK(uneven.tokens_per_chip == doctest::Approx(1366).scale(0));
   CHECK(uneven.padding_fraction == doctest::Approx(1 - 4096.0 / 4098).scale(0));
-  CHECK(layout_problem(c, {.sequence = 8192}).find("exceeds the sequence length T=4096") != std::string::npos);
-  // Where the batch covers the chips the planner adds no sequence axis; train_gpt's own
+  CHECK(layout_problem(c, {.context = 8192}).find("exceeds the sequence length T=4096") != std::string::npos);
+  // Where the batch covers the chips the planner adds no context axis; train_gpt's own
   // autograd (shardlab_activations) never gets one.
-  for (const PlanEntry& e : plan_training(c, 64, v5p).ranked) CHECK(e.estimate.layout.sequence == 1);
+  for (const PlanEntry& e : plan_training(c, 64, v5p).ranked) CHECK(e.estimate.layout.context == 1);
   CHECK_FALSE(plan_training(c, 128, v5p).ranked.empty());
   c.shardlab_activations = true;
-  CHECK(layout_problem(c, {.fsdp = 64, .sequence = 2}).find("train_gpt has no sequence axis") != std::string::npos);
+  CHECK(layout_problem(c, {.fsdp = 64, .context = 2}).find("train_gpt has no context axis") != std::string::npos);
 }
 
 TEST_CASE("training totals: general behaviour and errors") {

@@ -17,9 +17,9 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
     throw UserError("--batch " + std::to_string(static_cast<int64_t>(c.batch_tokens)) + " tokens is not a whole number of " +
                     std::to_string(m.context) + "-token sequences; train_gpt takes its batch in sequences");
   }
-  if (l.sequence > 1) {
-    throw UserError("layout " + l.describe() + " shards the sequence " + std::to_string(l.sequence) +
-                    " ways; train_gpt has no sequence axis, so give --cluster local or a layout without sequence");
+  if (l.context > 1) {
+    throw UserError("layout " + l.describe() + " shards each sequence " + std::to_string(l.context) +
+                    " ways; train_gpt has no context axis, so give --cluster local or a layout without context");
   }
   std::vector<parallel::AxisSpec> mesh;
   for (const parallel::AxisSpec& axis : {parallel::AxisSpec{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe},

@@ -33,7 +33,7 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
             (g.tokens_per_gather < g.tokens_per_gpu ? " and gather" : "") + " > C/W_collective = " +
             human(g.batch_critical, "") + ": " + verdict(g.tokens_per_gather > g.batch_critical) +
             (hw.sharp && !g.batch_sharp ? " (SHARP left out: " +
-                                           std::string(e.layout.fsdp * e.layout.sequence > 1
+                                           std::string(e.layout.fsdp * e.layout.context > 1
                                                            ? "it reduces pure DP's AllReduce, not FSDP's gathers)"
                                                            : "the group is not whole nodes)")
                                      : "") +

@@ -382,8 +382,8 @@ int main(int argc, char** argv) {
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
-          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, sequence, pipe, expert, "
-                     "tensor; sequence shards each sequence's tokens, for fewer sequences than chips), with the book's "
+          ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, context, pipe, expert, "
+                     "tensor; context shards each sequence's tokens, for fewer sequences than chips), with the book's "
                      "conditions for it (training.md on TPU tori, gpus.md on GPU networks); exits 0 with its price even when it "
                      "DOES NOT FIT (ranking without --layout exits 2 when no layout fits)",
            cxxopts::value<std::string>())

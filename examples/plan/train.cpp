@@ -32,7 +32,7 @@ Json estimate_json(const StepEstimate& e) {
     comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
                          {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
   const Layout& l = e.layout;
-  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"sequence", l.sequence},        {"pipe", l.pipe},
+  const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"context", l.context},          {"pipe", l.pipe},
                     {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
   return Json{{"layout", layout},
               {"strategy", l.strategy()},
@@ -116,19 +116,19 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
   return text + book_verdict_line(k.comm_to_compute, e);
 }
 
-// "data=2,fsdp=4,sequence=2,tensor=2[,microbatches=4]", in any order (the mesh parser,
+// "data=2,fsdp=4,context=2,tensor=2[,microbatches=4]", in any order (the mesh parser,
 // parallel/mesh_spec.h); the axes must multiply to `chips`.
 Layout parse_layout(const std::string& text, int chips) {
   Layout l;
   for (const parallel::AxisSpec& item : parallel::parse_axis_sizes(text, {}, "data=2,tensor=2,microbatches=4")) {
     const std::string& key = item.name;
-    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "sequence" ? &l.sequence
+    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "context" ? &l.context
                : key == "pipe" ? &l.pipe
                : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
                : key == "microbatches" ? &l.microbatches : nullptr;
     if (!field)
       throw UserError("--layout " + text + " names '" + key +
-                      "'; give sizes of data, fsdp, sequence, pipe, expert, tensor and microbatches");
+                      "'; give sizes of data, fsdp, context, pipe, expert, tensor and microbatches");
     *field = item.size;
   }
   if (l.chips() != chips)

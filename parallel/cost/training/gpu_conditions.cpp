@@ -31,10 +31,10 @@ GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const 
   g.alpha_gpu = flops / hw.ici.bandwidth;
   g.alpha_node = flops / (hw.node_size * hw.dcn.bandwidth);
 
-  g.batch = l.data * l.fsdp * l.sequence;
+  g.batch = l.data * l.fsdp * l.context;
   g.batch_inner = l.pipe * l.expert * l.tensor;
   g.batch_nodes = std::max(1, chips / hw.node_size);
-  const bool gathers_per_microbatch = l.fsdp * l.sequence > 1;
+  const bool gathers_per_microbatch = l.fsdp * l.context > 1;
   g.tokens_per_gather = e.tokens_per_chip / (gathers_per_microbatch ? l.microbatches : 1);
   if (g.batch > 1) {
     const CollectiveCost b = probe(g.batch, g.batch_inner, chips, hw);

@@ -7,7 +7,7 @@
 // D/(D-1) included, and -- for the batch group -- multiplied by the model-parallel GPUs
 // nested inside it (the book's "cost of the outer reduction is reduced by a factor of the
 // number of nodes spanned by the inner axis"). With the layout's axes
-// batch X = data x fsdp x sequence outside model parallelism Y = pipe x expert x tensor:
+// batch X = data x fsdp x context outside model parallelism Y = pipe x expert x tensor:
 //   DP / FSDP (ZeRO-1/3) hide iff tokens per GPU B/N > C / W_collective(X, inner Y)
 //     (the book's 2200 in a node, 2475 past it, 309 with 64-way model parallelism over
 //     8 nodes inside; FSDP gathers once per microbatch, so B/(N m) then), E/k times that
@@ -37,7 +37,7 @@ struct GpuConditions {
   double tokens_per_gpu = 0;    // B / N (padding included)
   double alpha_gpu = 0;         // C / W_nvlink: the book's per-GPU bar within a node (2200 on H100)
   double alpha_node = 0;        // C / W_node_egress: the bar past a node (2475 on H100)
-  // Batch group X = data x fsdp x sequence, with model-parallel GPUs Y nested inside it.
+  // Batch group X = data x fsdp x context, with model-parallel GPUs Y nested inside it.
   int batch = 1, batch_inner = 1;
   int batch_nodes = 1;                 // nodes the batch group with its inner axes spans
   bool batch_sharp = false;            // the batch group's AllReduce priced with SHARP

@@ -71,9 +71,9 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
   Plan plan;
   const std::vector<int> sizes = divisors(chips);
   const bool moe = c.model.experts > 0;
-  // A sequence axis only where folding it into the batch axes would not split the batch's
+  // A context axis only where folding it into the batch axes would not split the batch's
   // sequences evenly (the book shards the sequence once they run out; an odd factor of the
-  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no sequence axis.
+  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no context axis.
   const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
   auto consider = [&](const Layout& layout) {
     StepEstimate estimate;
@@ -90,16 +90,16 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
       for (int expert : sizes) {
         const int64_t model = static_cast<int64_t>(tensor) * pipe * expert;
         if (chips % model != 0 || (!moe && expert > 1)) continue;
-        for (int sequence : sizes) {
-          if (chips % (model * sequence) != 0) continue;
+        for (int context : sizes) {
+          if (chips % (model * context) != 0) continue;
           for (int fsdp : sizes) {
-            const int64_t inner = model * sequence * fsdp;
+            const int64_t inner = model * context * fsdp;
             if (chips % inner != 0) continue;
             const int data = chips / static_cast<int>(inner);
-            const double batch_ways = static_cast<double>(data) * fsdp * expert * sequence;
+            const double batch_ways = static_cast<double>(data) * fsdp * expert * context;
             const bool needed = std::fmod(sequences, batch_ways) != 0;
-            if (sequence > 1 && (c.shardlab_activations || !needed)) continue;
-            consider(Layout{data, fsdp, sequence, pipe, expert, tensor, 1});
+            if (context > 1 && (c.shardlab_activations || !needed)) continue;
+            consider(Layout{data, fsdp, context, pipe, expert, tensor, 1});
           }
         }
       }

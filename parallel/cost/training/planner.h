@@ -1,10 +1,10 @@
 // Planner: for a model, a global batch and a number of chips, try every layout
-// data x fsdp x sequence x pipe x expert x tensor that multiplies to the chip count (and,
+// data x fsdp x context x pipe x expert x tensor that multiplies to the chip count (and,
 // per layout, each power-of-two microbatch count), rank the feasible ones by predicted
-// step time then memory per chip, and say why each other layout loses. A sequence axis is
-// tried only where data x fsdp x expert x sequence does not divide the batch's sequences
+// step time then memory per chip, and say why each other layout loses. A context axis is
+// tried only where data x fsdp x expert x context does not divide the batch's sequences
 // (fewer sequences than chips, or a factor of the chip count they lack), never with
-// config.shardlab_activations (train_gpt has no sequence axis).
+// config.shardlab_activations (train_gpt has no context axis).
 //
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
 //   plan.ranked[0].estimate.layout.describe();   // the winner

@@ -15,8 +15,8 @@ LayoutConditions layout_conditions(const TrainConfig& c, const StepEstimate& e, 
   const PodSplit tensor = pod_split(l.tensor, 1, hw);
   const PodSplit expert = pod_split(l.expert, l.tensor, hw);
   const PodSplit pipe = pod_split(l.pipe, l.tensor * l.expert, hw);
-  const PodSplit state = pod_split(l.fsdp * l.sequence, l.tensor * l.expert * l.pipe, hw);
-  const PodSplit data = pod_split(l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.sequence, hw);
+  const PodSplit state = pod_split(l.fsdp * l.context, l.tensor * l.expert * l.pipe, hw);
+  const PodSplit data = pod_split(l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.context, hw);
 
   LayoutConditions k;
   k.pods = pods_spanned(chips, hw);

@@ -3,7 +3,7 @@
 // at a time (the per-axis forms are in training/axis_conditions.h).
 //
 // Within one ICI domain (a pod, or the whole slice if smaller) of N chips holding B tokens,
-// with the layout's batch axes inside the pod X = fsdp x sequence over M_X torus axes, a
+// with the layout's batch axes inside the pod X = fsdp x context over M_X torus axes, a
 // data axis D inside the pod over M_D axes, tensor Y over M_Y axes (pipe and expert lie
 // outside the book's closed forms and only shrink each group's share), alpha = C / W_ici,
 // each M the torus axes the group's collectives are priced on (torus_axes_spanned):
@@ -38,7 +38,7 @@ struct LayoutConditions {
   double alpha = 0;            // C / W_ici, tokens per chip
   // Axis groups inside a pod: their size there and the torus axes they span (the book's M).
   int data = 1, data_axes = 1;      // D, M_D
-  int fsdp = 1, fsdp_axes = 1;      // X = fsdp x sequence, M_X
+  int fsdp = 1, fsdp_axes = 1;      // X = fsdp x context, M_X
   int tensor = 1, tensor_axes = 1;  // Y, M_Y
   double tokens_per_data_replica = 0;  // B / D
   double dp_critical = 0;              // alpha / M_D

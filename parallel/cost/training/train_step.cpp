@@ -16,7 +16,7 @@ namespace shardlab::cost {
 std::string Layout::describe() const {
   std::ostringstream out;
   const std::pair<const char*, int> axes[] = {
-      {"data", data}, {"fsdp", fsdp}, {"sequence", sequence}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
+      {"data", data}, {"fsdp", fsdp}, {"context", context}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
   for (const auto& [name, size] : axes)
     if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
   if (out.tellp() == 0) out << "single chip";
@@ -27,7 +27,7 @@ std::string Layout::describe() const {
 std::string Layout::strategy() const {
   std::string s;
   const std::pair<const char*, int> parts[] = {
-      {"DP", data}, {"FSDP", fsdp}, {"SP", sequence}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
+      {"DP", data}, {"FSDP", fsdp}, {"CP", context}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
   for (const auto& [name, size] : parts)
     if (size > 1) {
       if (!s.empty()) s += '+';
@@ -41,7 +41,7 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   auto say = [](const std::string& what, int size, const std::string& dim, int64_t value) {
     return what + "=" + std::to_string(size) + " does not divide " + dim + "=" + std::to_string(value);
   };
-  for (int size : {l.data, l.fsdp, l.sequence, l.pipe, l.expert, l.tensor, l.microbatches})
+  for (int size : {l.data, l.fsdp, l.context, l.pipe, l.expert, l.tensor, l.microbatches})
     if (size < 1) return "every axis size and the microbatch count must be >= 1";
   if (m.heads % l.tensor) return say("tensor", l.tensor, "heads N", m.heads);
   if (m.kv_heads % l.tensor && l.tensor % m.kv_heads) return say("tensor", l.tensor, "kv_heads K", m.kv_heads);
@@ -49,11 +49,11 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   if (m.layers % l.pipe) return say("pipe", l.pipe, "layers L", m.layers);
   if (l.expert > 1 && (m.experts == 0 || m.experts % l.expert))
     return say("expert", l.expert, "experts E", m.experts);
-  if (l.sequence > m.context)
-    return "sequence=" + std::to_string(l.sequence) + " exceeds the sequence length T=" + std::to_string(m.context) +
+  if (l.context > m.context)
+    return "context=" + std::to_string(l.context) + " exceeds the sequence length T=" + std::to_string(m.context) +
            "; shard the sequence at most T ways";
-  if (l.sequence > 1 && c.shardlab_activations)
-    return "sequence=" + std::to_string(l.sequence) + ": train_gpt has no sequence axis; use data, fsdp, pipe, expert, tensor";
+  if (l.context > 1 && c.shardlab_activations)
+    return "context=" + std::to_string(l.context) + ": train_gpt has no context axis; use data, fsdp, pipe, expert, tensor";
   const double sequences = c.batch_tokens / m.context;
   const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
@@ -95,14 +95,14 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const TransformerShape& m = c.model;
   const ParamCounts p = count_params(m);
   const int chips = l.chips();
-  const double t = l.tensor, pp = l.pipe, f = static_cast<double>(l.fsdp) * l.sequence, e = l.expert,
-               mb = l.microbatches, sp = l.sequence;
+  const double t = l.tensor, pp = l.pipe, f = static_cast<double>(l.fsdp) * l.context, e = l.expert,
+               mb = l.microbatches, cp = l.context;
   const double layers_per_stage = m.layers / pp;
   const double replicas = static_cast<double>(l.data) * l.fsdp * l.expert;
-  // Each sequence's shard on the sequence axis is ceil(T / sequence) tokens, the last padded.
-  const double shard_length = std::ceil(static_cast<double>(m.context) / sp);
-  const double padded_batch = c.batch_tokens / static_cast<double>(m.context) * shard_length * sp;
-  const double tokens_per_replica = padded_batch / replicas;  // all sequence shards of a replica
+  // Each sequence's shard on the context axis is ceil(T / context) tokens, the last padded.
+  const double shard_length = std::ceil(static_cast<double>(m.context) / cp);
+  const double padded_batch = c.batch_tokens / static_cast<double>(m.context) * shard_length * cp;
+  const double tokens_per_replica = padded_batch / replicas;  // all context shards of a replica
   const double dense_params = p.total - p.experts;
   const double param_bytes = bytes_of(c.precision.params), grad_bytes = bytes_of(c.precision.grads);
   const double act_bytes = bytes_of(c.precision.activations);
@@ -111,11 +111,11 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const AxisSpec tensor{"tensor", l.tensor, 1};
   const AxisSpec expert{"expert", l.expert, l.tensor};
   const AxisSpec pipe{"pipe", l.pipe, l.tensor * l.expert};
-  const AxisSpec sequence{"sequence", l.sequence, l.tensor * l.expert * l.pipe};
-  // The state shards over fsdp x sequence, gathered and reduced as one group.
-  const AxisSpec state{l.sequence == 1 ? "fsdp" : l.fsdp == 1 ? "sequence" : "fsdp+sequence", l.fsdp * l.sequence,
+  const AxisSpec context{"context", l.context, l.tensor * l.expert * l.pipe};
+  // The state shards over fsdp x context, gathered and reduced as one group.
+  const AxisSpec state{l.context == 1 ? "fsdp" : l.fsdp == 1 ? "context" : "fsdp+context", l.fsdp * l.context,
                        l.tensor * l.expert * l.pipe};
-  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.sequence};
+  const AxisSpec data{"data", l.data, l.tensor * l.expert * l.pipe * l.fsdp * l.context};
 
   StepEstimate s;
   s.layout = l;
@@ -134,17 +134,17 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
 
   const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
-  const double mb_tokens_chip = mb_tokens_group / sp;       // ... of which one sequence shard
+  const double mb_tokens_chip = mb_tokens_group / cp;       // ... of which one context shard
   const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
   add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
       mb_tokens_chip * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
-  // Attention over a sharded sequence: every chip gathers the whole sequences' K and V (its
+  // Attention over the context axis: every chip gathers the whole sequences' K and V (its
   // tensor rank's kv heads) each pass and reduce_scatters their gradients in backward.
   const double kv_heads_per_chip = std::max(1.0, static_cast<double>(m.kv_heads) / t);
   const double kv_bytes = mb_tokens_group * 2 * kv_heads_per_chip * m.head_dim * act_bytes;
-  add(sequence, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
+  add(context, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
       static_cast<int>(remat_passes * layers_per_stage * mb));
-  add(sequence, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
+  add(context, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
       static_cast<int>(layers_per_stage * mb));
   if (m.experts > 0) {  // the MoE layers of a stage only
     const double moe_layers_per_stage = layers_per_stage * m.moe_layers() / m.layers;
@@ -178,7 +178,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.step_seconds = std::max(s.compute_seconds, s.comm_seconds);
   s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
 
-  // The fsdp x sequence group is ZeRO-3: every piece of the state shards over it, the
+  // The fsdp x context group is ZeRO-3: every piece of the state shards over it, the
   // gradients too while microbatches accumulate (each reduce_scatters its own).
   const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, f, false, layers_per_stage);
   s.memory.params = param_bytes * (share.params + share.gathered);

@@ -1,16 +1,18 @@
-// One training step of a layout data x fsdp x sequence x pipe x expert x tensor (book
+// One training step of a layout data x fsdp x context x pipe x expert x tensor (book
 // chapters "training" and "applied-training"): its collectives per axis, memory per chip
 // and predicted step time. The book's closed-form conditions, one axis at a time, are in
 // training/axis_conditions.h; over a whole layout in training/tpu_conditions.h and
 // training/gpu_conditions.h.
 //
-// Sequence (context) sharding, the book's "FSDP over the batch and sequence axes"
-// (applied-training): once data x fsdp reaches the number of sequences, a `sequence` axis
-// splits each sequence's T tokens (ceil(T / sequence) per chip, the last shard padded), so
+// Context parallelism, the book's "FSDP over the batch and sequence axes"
+// (applied-training): once data x fsdp reaches the number of sequences, a `context` axis
+// splits each sequence's T tokens (ceil(T / context) per chip, the last shard padded), so
 // tokens per chip may fall below T. Parameters, gradients and optimizer state shard over
-// fsdp x sequence, whose all_gathers and reduce_scatters run as one group; attention
-// all_gathers each layer's K and V over the sequence axis (forward, backward and a
+// fsdp x context, whose all_gathers and reduce_scatters run as one group; attention
+// all_gathers each layer's K and V over the context axis (forward, backward and a
 // recompute) and reduce_scatters their gradients (Megatron-style context parallelism).
+// Not to be confused with Megatron's sequence parallelism, which splits the tensor axis's
+// activations (TensorParallelConfig::sequence_parallel).
 //
 //   TrainConfig cfg{.model = model_preset("llama2-13b"), .batch_tokens = 4 << 20};
 //   StepEstimate e = estimate_train_step(cfg, Layout{.fsdp = 64, .tensor = 4}, hardware("tpu-v5p"));
@@ -26,13 +28,13 @@
 namespace shardlab::cost {
 
 // Mesh axes, outermost first as in DESIGN ("data,fsdp,pipe,expert,tensor"), with the
-// cost model's sequence axis inside fsdp ("data,fsdp,sequence,pipe,expert,tensor").
+// cost model's context axis inside fsdp ("data,fsdp,context,pipe,expert,tensor").
 struct Layout {
-  int data = 1, fsdp = 1, sequence = 1, pipe = 1, expert = 1, tensor = 1;
+  int data = 1, fsdp = 1, context = 1, pipe = 1, expert = 1, tensor = 1;
   int microbatches = 1;  // pipeline microbatches / gradient-accumulation steps
-  int chips() const { return data * fsdp * sequence * pipe * expert * tensor; }
+  int chips() const { return data * fsdp * context * pipe * expert * tensor; }
   std::string describe() const;  // "data=2 fsdp=4 tensor=2 (microbatches 4)"
-  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+SP+TP", ...
+  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+CP+TP", ...
 };
 
 struct TrainConfig {
@@ -48,7 +50,7 @@ struct TrainConfig {
 
 // One collective (or send/recv) the layout runs each step, with its total time.
 struct AxisComm {
-  std::string axis;  // data | fsdp | sequence | fsdp+sequence | pipe | expert | tensor
+  std::string axis;  // data | fsdp | context | fsdp+context | pipe | expert | tensor
   std::string what;  // e.g. "all_reduce(grads)"
   CollectiveOp op = CollectiveOp::kAllGather;
   double bytes = 0;    // V of one call (network/collective.h), or bytes of one send
@@ -60,7 +62,7 @@ struct AxisComm {
 struct StepEstimate {
   Layout layout;
   double flops_per_chip = 0;
-  double tokens_per_chip = 0;  // of one step, padding included (under sequence sharding < T)
+  double tokens_per_chip = 0;  // of one step, padding included (under context parallelism < T)
   double padding_fraction = 0; // of the computed tokens that pad a sequence split unevenly
   double compute_seconds = 0;  // includes the pipeline bubble
   double bubble_fraction = 0;  // (p-1)/(m+p-1)
@@ -76,8 +78,8 @@ struct StepEstimate {
 
 // Empty when the layout can run this model and batch; otherwise why not (e.g. "tensor=16
 // does not divide heads N=12"). The batch's sequences must split evenly over
-// data x fsdp x expert x microbatches; the sequence axis may leave a padded last shard but
-// not exceed T. shardlab's own autograd (shardlab_activations) has no sequence axis.
+// data x fsdp x expert x microbatches; the context axis may leave a padded last shard but
+// not exceed T. shardlab's own autograd (shardlab_activations) has no context axis.
 std::string layout_problem(const TrainConfig& config, const Layout& layout);
 // Throws UserError with layout_problem() when the layout is invalid.
 StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout, const HardwareProfile& hw);
