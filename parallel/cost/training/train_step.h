@@ -27,7 +27,7 @@
 
 namespace shardlab::cost {
 
-// Mesh axes, outermost first as in DESIGN ("data,fsdp,pipe,expert,tensor"), with the
+// Mesh axes, outermost first as the runtime's mesh orders them (parallel/comm/mesh.h), with the
 // cost model's context axis inside fsdp ("data,fsdp,context,pipe,expert,tensor").
 struct Layout {
   int data = 1, fsdp = 1, context = 1, pipe = 1, expert = 1, tensor = 1;
