@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "framework/error.h"
-#include "parallel/mesh_spec.h"
+#include "parallel/spec/mesh_spec.h"
 
 namespace shardlab::plan {
 

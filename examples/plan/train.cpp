@@ -19,7 +19,7 @@
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"
-#include "parallel/mesh_spec.h"
+#include "parallel/spec/mesh_spec.h"
 
 namespace shardlab::plan {
 namespace {
@@ -117,7 +117,7 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
 }
 
 // "data=2,fsdp=4,context=2,tensor=2[,microbatches=4]", in any order (the mesh parser,
-// parallel/mesh_spec.h); the axes must multiply to `chips`.
+// parallel/spec/mesh_spec.h); the axes must multiply to `chips`.
 Layout parse_layout(const std::string& text, int chips) {
   Layout l;
   for (const parallel::AxisSpec& item : parallel::parse_axis_sizes(text, {}, "data=2,tensor=2,microbatches=4")) {

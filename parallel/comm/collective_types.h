@@ -1,5 +1,5 @@
 // Names shared by the collectives, the link model, the trace and the auto table:
-// which collective (CollectiveOp, shared with the cost model: parallel/collective_op.h),
+// which collective (CollectiveOp, shared with the cost model: parallel/spec/collective_op.h),
 // how it is carried out (Algorithm), and how values combine (ReduceOp). Each converts to
 // and from the spelling used on command lines, in trace files and in the auto calibration
 // table ("all_gather", "bidir", "max").
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "parallel/collective_op.h"
+#include "parallel/spec/collective_op.h"
 
 namespace shardlab::parallel {
 

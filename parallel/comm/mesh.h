@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "parallel/comm/comm.h"
-#include "parallel/mesh_spec.h"
+#include "parallel/spec/mesh_spec.h"
 
 namespace shardlab::parallel {
 

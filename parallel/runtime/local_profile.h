@@ -8,7 +8,7 @@
 // other ranks then read it; a rank that cannot see rank 0's file (no shared filesystem)
 // measures its own. Every prediction is then on a measured profile: never "not calibrated".
 //
-//   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
+//   parallel::Mesh mesh(job, layout.axes);
 //   runtime::ensure_local_profile(mesh, stdout);
 #pragma once
 

@@ -36,12 +36,12 @@
 #include <string>
 #include <vector>
 
-#include "parallel/collective_op.h"
+#include "parallel/spec/collective_op.h"
 #include "parallel/cost/hardware/hardware.h"
 
 namespace shardlab::cost {
 
-// Which collective: the runtime's own enum (parallel/collective_op.h). Every function below
+// Which collective: the runtime's own enum (parallel/spec/collective_op.h). Every function below
 // prices all_gather, reduce_scatter, all_reduce and all_to_all; the point-to-point ops
 // (ppermute, send, recv) throw UserError.
 using parallel::CollectiveOp;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/mesh_spec.h"
+#include "parallel/spec/mesh_spec.h"
 
 namespace shardlab::cost {
 

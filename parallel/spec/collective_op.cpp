@@ -1,4 +1,4 @@
-#include "parallel/collective_op.h"
+#include "parallel/spec/collective_op.h"
 
 #include <cctype>
 

@@ -1,4 +1,4 @@
-#include "parallel/mesh_spec.h"
+#include "parallel/spec/mesh_spec.h"
 
 #include <algorithm>
 #include <set>
