@@ -6,9 +6,9 @@
 
 namespace shardlab::parallel {
 
-ParallelModel::ParallelModel(nn::Transformer& model, std::shared_ptr<const ModelShards> shards,
-                             std::unique_ptr<PipelineParallel> pipeline, std::unique_ptr<GradientSync> gradient_sync)
-    : model_(model), shards_(std::move(shards)), pipeline_(std::move(pipeline)), sync_(std::move(gradient_sync)) {}
+ParallelModel::ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
+                             std::unique_ptr<GradientSync> gradient_sync)
+    : shards_(std::move(shards)), pipeline_(std::move(pipeline)), sync_(std::move(gradient_sync)) {}
 
 optim::ParamSource ParallelModel::parameters() const {
   return [this] { return sync_->local_parameters(); };

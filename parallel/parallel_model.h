@@ -34,7 +34,6 @@
 #include <memory>
 #include <string>
 
-#include "framework/nn/transformer.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "parallel/data_parallel/gradient_sync.h"
@@ -45,12 +44,11 @@ namespace shardlab::parallel {
 
 class ParallelModel {
  public:
-  ParallelModel(nn::Transformer& model, std::shared_ptr<const ModelShards> shards,
-                std::unique_ptr<PipelineParallel> pipeline, std::unique_ptr<GradientSync> gradient_sync);
+  ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
+                std::unique_ptr<GradientSync> gradient_sync);
   ParallelModel(const ParallelModel&) = delete;
   ParallelModel& operator=(const ParallelModel&) = delete;
 
-  nn::Transformer& model() const { return model_; }
   const ModelShards* shards() const { return shards_.get(); }
   PipelineParallel* pipeline() const { return pipeline_.get(); }
   GradientSync& gradient_sync() const { return *sync_; }
@@ -97,7 +95,6 @@ class ParallelModel {
   std::string describe() const { return sync_->describe(); }
 
  private:
-  nn::Transformer& model_;
   std::shared_ptr<const ModelShards> shards_;
   std::unique_ptr<PipelineParallel> pipeline_;
   std::unique_ptr<GradientSync> sync_;
