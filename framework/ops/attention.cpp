@@ -91,21 +91,25 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
 
   Tensor y = Tensor::empty({a.B, a.T, out_row});
   Tensor probs = Tensor::empty({a.G * a.group_size()});  // per group, per row block [B, K, rows, r1]
-  const float* base = qkv.data();
-  float* p = probs.data();
+  // Scores and probabilities stay fp32; the matmuls read their operands in the thread's
+  // precision (bf16 Q, K, V and P under a bf16 policy).
+  const ComputePrecision precision = compute_precision();
+  const MatmulOperand qkv_in(qkv, precision);
+  int64_t p = 0;  // offset of this block's probabilities
   for (int64_t g = 0; g < a.G; ++g) {
     for (int64_t r = 0; r < a.blocks(); ++r) {
       const int64_t r0 = a.row_begin(r), r1 = a.row_end(r), rows = r1 - r0;
-      matmul_raw(base + r0 * C + g * a.H, a.q(rows, C), base + a.k_offset(), a.kv_t(r1), p, a.scores(rows, r1),
-                 {.alpha = scale});
-      causal_softmax_rows(p, a.B * a.K, rows, r1, r0);
-      matmul_raw(p, a.scores(rows, r1), base + a.v_offset(), a.kv(r1), y.data() + r0 * out_row + g * a.H,
-                 a.q(rows, out_row));
+      Tensor block = probs.rows(p, a.scores_size(r));
+      matmul_raw(qkv_in, r0 * C + g * a.H, a.q(rows, C), qkv_in, a.k_offset(), a.kv_t(r1), block.data(),
+                 a.scores(rows, r1), {.alpha = scale});
+      causal_softmax_rows(block.data(), a.B * a.K, rows, r1, r0);
+      matmul_raw(MatmulOperand(block, precision), 0, a.scores(rows, r1), qkv_in, a.v_offset(), a.kv(r1),
+                 y.data() + r0 * out_row + g * a.H, a.q(rows, out_row));
       p += a.scores_size(r);
     }
   }
 
-  return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row](const Tensor& gy) {
+  return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row, precision, qkv_in](const Tensor& gy) {
     // Not zeroed: the last row block sees every key, so running the blocks last to first,
     // group 0's last block writes all of dK and dV and every later block accumulates. dQ
     // rows are written exactly once.
@@ -117,22 +121,24 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
       probs_offset[r] = offset;
     }
     Tensor dp = Tensor::empty({largest});
-    const float* base = qkv.data();
+    const MatmulOperand gy_in(gy, precision);
     float* out = gqkv.data();
     for (int64_t g = 0; g < a.G; ++g) {
       for (int64_t r = a.blocks() - 1; r >= 0; --r) {
         const int64_t r0 = a.row_begin(r), r1 = a.row_end(r), rows = r1 - r0;
         const bool first = g == 0 && r == a.blocks() - 1;
-        const float* p = probs.data() + g * a.group_size() + probs_offset[r];
-        const float* dy = gy.data() + r0 * out_row + g * a.H;
-        const float* q = base + r0 * a.C + g * a.H;
+        const Tensor p = probs.rows(g * a.group_size() + probs_offset[r], a.scores_size(r));
+        Tensor ds = dp.rows(0, a.scores_size(r));
+        const int64_t dy = r0 * out_row + g * a.H, q = r0 * a.C + g * a.H;
         // dV += P^T dY ; dP = dY V^T ; dS = softmax'(dP) ; dQ = s dS K ; dK += s dS^T Q
-        matmul_raw(p, a.scores_t(rows, r1), dy, a.q(rows, out_row), out + a.v_offset(), a.kv(r1), {.accumulate = !first});
-        matmul_raw(dy, a.q(rows, out_row), base + a.v_offset(), a.kv_t(r1), dp.data(), a.scores(rows, r1));
-        softmax_backward_rows(dp.data(), p, a.B * a.K, rows, r1, r0);
-        matmul_raw(dp.data(), a.scores(rows, r1), base + a.k_offset(), a.kv(r1), out + r0 * a.C + g * a.H,
-                   a.q(rows, a.C), {.alpha = scale});
-        matmul_raw(dp.data(), a.scores_t(rows, r1), q, a.q(rows, a.C), out + a.k_offset(), a.kv(r1),
+        matmul_raw(MatmulOperand(p, precision), 0, a.scores_t(rows, r1), gy_in, dy, a.q(rows, out_row),
+                   out + a.v_offset(), a.kv(r1), {.accumulate = !first});
+        matmul_raw(gy_in, dy, a.q(rows, out_row), qkv_in, a.v_offset(), a.kv_t(r1), ds.data(), a.scores(rows, r1));
+        softmax_backward_rows(ds.data(), p.data(), a.B * a.K, rows, r1, r0);
+        const MatmulOperand ds_in(ds, precision);
+        matmul_raw(ds_in, 0, a.scores(rows, r1), qkv_in, a.k_offset(), a.kv(r1), out + q, a.q(rows, a.C),
+                   {.alpha = scale});
+        matmul_raw(ds_in, 0, a.scores_t(rows, r1), qkv_in, q, a.q(rows, a.C), out + a.k_offset(), a.kv(r1),
                    {.alpha = scale, .accumulate = !first});
       }
     }

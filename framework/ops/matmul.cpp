@@ -24,14 +24,15 @@ Engine& cpu() {
   return e;
 }
 
-memory::desc desc_of(const MatView& v) {
-  return memory::desc(memory::dims(v.dims.begin(), v.dims.end()), memory::data_type::f32,
+memory::desc desc_of(const MatView& v, memory::data_type type = memory::data_type::f32) {
+  return memory::desc(memory::dims(v.dims.begin(), v.dims.end()), type,
                       memory::dims(v.strides.begin(), v.strides.end()));
 }
 
-std::string key_of(const MatView& a, const MatView& b, const MatView& c, const MatmulFlags& f) {
+std::string key_of(memory::data_type type, const MatView& a, const MatView& b, const MatView& c, const MatmulFlags& f) {
   std::string k;
   k.reserve(160);
+  k += type == memory::data_type::bf16 ? "bf16:" : "f32:";
   for (const MatView* v : {&a, &b, &c}) {
     for (int i = 0; i < 4; ++i) k += std::to_string(v->dims[i]) + ',' + std::to_string(v->strides[i]) + ';';
   }
@@ -69,16 +70,19 @@ MatView MatView::batched(std::array<int64_t, 4> dims, std::array<int64_t, 4> str
   return v;
 }
 
-void matmul_raw(const float* a, const MatView& av, const float* b, const MatView& bv, float* c,
+namespace {
+
+// A and B in `type` (f32 or bf16); C and the bias always f32.
+void run_matmul(memory::data_type type, const void* a, const MatView& av, const void* b, const MatView& bv, float* c,
                 const MatView& cv, MatmulFlags flags, const float* bias) {
   SL_ASSERT(av.cols() == bv.rows() && av.rows() == cv.rows() && bv.cols() == cv.cols(),
             "matmul inner/outer dims disagree");
-  std::string key = key_of(av, bv, cv, flags);
+  std::string key = key_of(type, av, bv, cv, flags);
   auto it = cache().find(key);
   if (it == cache().end()) {
     CachedMatmul m;
-    m.a = desc_of(av);
-    m.b = desc_of(bv);
+    m.a = desc_of(av, type);
+    m.b = desc_of(bv, type);
     m.c = desc_of(cv);
     dnnl::primitive_attr attr;
     if (flags.alpha != 1.0f) attr.set_output_scales(0, {flags.alpha});
@@ -98,12 +102,53 @@ void matmul_raw(const float* a, const MatView& av, const float* b, const MatView
   const CachedMatmul& m = it->second;
   auto& e = cpu();
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, memory(m.a, e.engine, const_cast<float*>(a))},
-      {DNNL_ARG_WEIGHTS, memory(m.b, e.engine, const_cast<float*>(b))},
+      {DNNL_ARG_SRC, memory(m.a, e.engine, const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(m.b, e.engine, const_cast<void*>(b))},
       {DNNL_ARG_DST, memory(m.c, e.engine, c)}};
   if (flags.bias) args.emplace(DNNL_ARG_BIAS, memory(m.bias, e.engine, const_cast<float*>(bias)));
   m.primitive.execute(e.stream, args);
   e.stream.wait();
+}
+
+std::atomic<int64_t> g_bf16_matmuls[2] = {0, 0};
+
+}  // namespace
+
+void matmul_raw(const float* a, const MatView& av, const float* b, const MatView& bv, float* c, const MatView& cv,
+                MatmulFlags flags, const float* bias) {
+  run_matmul(memory::data_type::f32, a, av, b, bv, c, cv, flags, bias);
+}
+
+void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& bv, float* c, const MatView& cv,
+                MatmulFlags flags, const float* bias) {
+  run_matmul(memory::data_type::bf16, a, av, b, bv, c, cv, flags, bias);
+}
+
+int64_t bf16_matmuls(Bf16Matmul path) { return g_bf16_matmuls[static_cast<int>(path)].load(); }
+
+MatmulOperand::MatmulOperand(const Tensor& x, const ComputePrecision& precision) {
+  if (!precision.bf16()) {
+    f32_ = x;
+  } else if (precision.matmul == Bf16Matmul::kNative) {
+    bf16_ = Bf16Array::of(x.data(), x.numel());
+  } else {
+    f32_ = Tensor::empty(x.shape());
+    round_bf16(x.data(), f32_.data(), x.numel());
+    rounded_ = true;
+  }
+}
+
+void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, const MatmulOperand& b, int64_t b_offset,
+                const MatView& bv, float* c, const MatView& cv, MatmulFlags flags, const float* bias) {
+  SL_ASSERT(a.bf16_.defined() == b.bf16_.defined() && a.rounded_ == b.rounded_,
+            "matmul operands of different precisions");
+  if (a.bf16_.defined()) {
+    g_bf16_matmuls[static_cast<int>(Bf16Matmul::kNative)].fetch_add(1, std::memory_order_relaxed);
+    matmul_raw(a.bf16_.data() + a_offset, av, b.bf16_.data() + b_offset, bv, c, cv, flags, bias);
+  } else {
+    if (a.rounded_) g_bf16_matmuls[static_cast<int>(Bf16Matmul::kRounded)].fetch_add(1, std::memory_order_relaxed);
+    matmul_raw(a.f32_.data() + a_offset, av, b.f32_.data() + b_offset, bv, c, cv, flags, bias);
+  }
 }
 
 int64_t matmul_primitives_created() { return g_created; }
@@ -124,23 +169,24 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   SL_ASSERT(!b.defined() || (b.ndim() == 1 && b.dim(0) == w.dim(0)), "linear: bias shape");
 }
 
-// Records linear's backward on its output y.
-Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y) {
+// Records linear's backward on its output y, from the operands the forward multiplied.
+Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, const ComputePrecision& precision,
+                     const MatmulOperand& xo, const MatmulOperand& wo) {
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
-  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K](const Tensor& gy) {
+  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K, precision, xo, wo](const Tensor& gy) {
     Tensor gx, gw, gb;
+    const MatmulOperand go(gy, precision);
     if (x.requires_grad()) {  // gx[M,K] = gy[M,N] · w[N,K]
       gx = Tensor::empty(x.shape());
-      matmul_raw(gy.data(), MatView::matrix(M, N, N), w.data(), MatView::matrix(N, K, K), gx.data(),
-                 MatView::matrix(M, K, K));
+      matmul_raw(go, 0, MatView::matrix(M, N, N), wo, 0, MatView::matrix(N, K, K), gx.data(), MatView::matrix(M, K, K));
     }
     const auto weight_grad = [=] {  // gw[N,K] = gy^T[N,M] · x[M,K]
       Tensor g = Tensor::empty(w.shape());
-      matmul_raw(gy.data(), MatView::matrix(N, M, N, true), x.data(), MatView::matrix(M, K, K), g.data(),
+      matmul_raw(go, 0, MatView::matrix(N, M, N, true), xo, 0, MatView::matrix(M, K, K), g.data(),
                  MatView::matrix(N, K, K));
       return g;
     };
-    const auto bias_grad = [=] {  // gb[N] = column sums of gy
+    const auto bias_grad = [=] {  // gb[N] = column sums of gy (fp32)
       // Threads own column slices, and each column is summed in row order: deterministic.
       Tensor g = Tensor::zeros(b.shape());
       const float* in = gy.data();
@@ -171,10 +217,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor y = Tensor::empty(out_shape);
-  matmul_raw(x.data(), MatView::matrix(M, K, K), w.data(), MatView::matrix(K, N, K, /*trans=*/true), y.data(),
+  const ComputePrecision precision = compute_precision();
+  const MatmulOperand xo(x, precision), wo(w, precision);
+  matmul_raw(xo, 0, MatView::matrix(M, K, K), wo, 0, MatView::matrix(K, N, K, /*trans=*/true), y.data(),
              MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? b.data() : nullptr);
   g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
-  return record_linear(x, w, b, y);
+  return record_linear(x, w, b, y, precision, xo, wo);
 }
 
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
@@ -182,7 +230,9 @@ Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, con
   SL_ASSERT(y.numel() == x.numel() / w.dim(1) * w.dim(0), "linear_with_output: output " + shape_str(y.shape()) +
                                                               " does not match x " + shape_str(x.shape()) + " and weight " +
                                                               shape_str(w.shape()));
-  return record_linear(x, w, b, y.detach());
+  const ComputePrecision precision = compute_precision();
+  if (!needs_grad({&x, &w, &b})) return y.detach();
+  return record_linear(x, w, b, y.detach(), precision, MatmulOperand(x, precision), MatmulOperand(w, precision));
 }
 
 Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -196,7 +246,9 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     return MatView::batched({1, G, rows, cols}, {G * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
   };
   Tensor y = Tensor::empty({G, M, N});
-  matmul_raw(x.data(), view(M, K, false), w.data(), view(K, N, true), y.data(), view(M, N, false));
+  const ComputePrecision precision = compute_precision();
+  const MatmulOperand xo(x, precision), wo(w, precision);
+  matmul_raw(xo, 0, view(M, K, false), wo, 0, view(K, N, true), y.data(), view(M, N, false));
   if (b.defined()) {
     for (int64_t g = 0; g < G; ++g) {
       const float* bias = b.data() + g * N;
@@ -207,15 +259,16 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       }
     }
   }
-  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view](const Tensor& gy) {
+  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view, precision, xo, wo](const Tensor& gy) {
     Tensor gx, gw, gb;
+    const MatmulOperand go(gy, precision);
     if (x.requires_grad()) {  // gx[g] = gy[g] · w[g]
       gx = Tensor::empty(x.shape());
-      matmul_raw(gy.data(), view(M, N, false), w.data(), view(N, K, false), gx.data(), view(M, K, false));
+      matmul_raw(go, 0, view(M, N, false), wo, 0, view(N, K, false), gx.data(), view(M, K, false));
     }
     if (w.requires_grad()) {  // gw[g] = gy[g]^T · x[g]
       gw = Tensor::empty(w.shape());
-      matmul_raw(gy.data(), view(N, M, true), x.data(), view(M, K, false), gw.data(), view(N, K, false));
+      matmul_raw(go, 0, view(N, M, true), xo, 0, view(M, K, false), gw.data(), view(N, K, false));
     }
     if (b.defined() && b.requires_grad()) {  // gb[g] = column sums of gy[g]
       gb = Tensor::zeros(b.shape());
@@ -247,16 +300,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   auto view = [batch](int64_t rows, int64_t cols, bool trans) {
     return MatView::batched({1, batch, rows, cols}, {batch * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
   };
-  matmul_raw(a.data(), view(M, K, false), b.data(), view(K, N, false), c.data(), view(M, N, false));
-  return record(c, "matmul", {a, b}, [a, b, M, N, K, view](const Tensor& gc) {
+  const ComputePrecision precision = compute_precision();
+  const MatmulOperand ao(a, precision), bo(b, precision);
+  matmul_raw(ao, 0, view(M, K, false), bo, 0, view(K, N, false), c.data(), view(M, N, false));
+  return record(c, "matmul", {a, b}, [a, b, M, N, K, view, precision, ao, bo](const Tensor& gc) {
     Tensor ga, gb;
+    const MatmulOperand go(gc, precision);
     if (a.requires_grad()) {  // ga[M,K] = gc[M,N] · b^T[N,K]
       ga = Tensor::empty(a.shape());
-      matmul_raw(gc.data(), view(M, N, false), b.data(), view(N, K, true), ga.data(), view(M, K, false));
+      matmul_raw(go, 0, view(M, N, false), bo, 0, view(N, K, true), ga.data(), view(M, K, false));
     }
     if (b.requires_grad()) {  // gb[K,N] = a^T[K,M] · gc[M,N]
       gb = Tensor::empty(b.shape());
-      matmul_raw(a.data(), view(K, M, true), gc.data(), view(M, N, false), gb.data(), view(K, N, false));
+      matmul_raw(ao, 0, view(K, M, true), go, 0, view(M, N, false), gb.data(), view(K, N, false));
     }
     return std::vector<Tensor>{ga, gb};
   });

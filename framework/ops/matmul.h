@@ -8,11 +8,18 @@
 // than running a small matmul.
 //
 // `linear` is the autograd op: y[..., N] = x[..., K] · w[N, K]^T + b[N] (PyTorch layout).
+//
+// Every op here multiplies in the thread's compute precision (framework/precision.h):
+// under bf16 its operands -- and the copies saved for backward -- are bf16, the
+// accumulation and the output fp32; the output gradient is rounded to bf16 before the
+// backward matmuls, which accumulate into fp32 gradients.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
+#include "framework/ops/bf16.h"
+#include "framework/precision.h"
 #include "framework/tensor.h"
 
 namespace shardlab {
@@ -38,6 +45,31 @@ struct MatmulFlags {
 
 void matmul_raw(const float* a, const MatView& av, const float* b, const MatView& bv, float* c,
                 const MatView& cv, MatmulFlags flags = {}, const float* bias = nullptr);
+
+// The same with bf16 operands: oneDNN's bf16 kernel, fp32 accumulation and output.
+void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& bv, float* c, const MatView& cv,
+                MatmulFlags flags = {}, const float* bias = nullptr);
+
+// A matmul operand as a precision multiplies it: the fp32 values themselves (fp32), a bf16
+// copy (bf16, native kernels) or a bf16-rounded fp32 copy (bf16, rounded path). Cheap to
+// copy; it keeps its values alive, which is how ops save operands for backward.
+class MatmulOperand {
+ public:
+  MatmulOperand() = default;
+  MatmulOperand(const Tensor& x, const ComputePrecision& precision);
+  // Operands of a precision's matmuls, at element `offset` of their buffers.
+  friend void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, const MatmulOperand& b,
+                         int64_t b_offset, const MatView& bv, float* c, const MatView& cv, MatmulFlags flags,
+                         const float* bias);
+
+ private:
+  Tensor f32_;            // fp32 or rounded values
+  Bf16Array bf16_;        // native bf16
+  bool rounded_ = false;  // f32_ holds bf16-rounded values
+};
+
+void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, const MatmulOperand& b, int64_t b_offset,
+                const MatView& bv, float* c, const MatView& cv, MatmulFlags flags = {}, const float* bias = nullptr);
 
 // Number of oneDNN matmul primitives created so far (cache misses).
 int64_t matmul_primitives_created();

@@ -1,0 +1,121 @@
+#include "framework/precision.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "framework/error.h"
+#include "framework/ops/matmul.h"
+
+namespace shardlab {
+namespace {
+
+thread_local ComputePrecision t_precision;
+
+// Best-of-`repeats` GFLOP/s of an n x n x n GEMM with operands of type T.
+template <typename T>
+double gemm_gflops(int64_t n, int repeats) {
+  std::vector<T> a(n * n), b(n * n);
+  std::vector<float> c(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    const float v = static_cast<float>((i * 7919) % 97) / 97.0f - 0.5f;
+    if constexpr (std::is_same_v<T, float>) {
+      a[i] = b[i] = v;
+    } else {
+      a[i] = b[i] = to_bf16(v);
+    }
+  }
+  const MatView view = MatView::matrix(n, n, n);
+  double best = 1e30;
+  for (int r = 0; r < repeats + 1; ++r) {  // the first run creates the primitive
+    const auto t0 = std::chrono::steady_clock::now();
+    matmul_raw(a.data(), view, b.data(), view, c.data(), view);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) best = std::min(best, t);
+  }
+  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+}
+
+}  // namespace
+
+const char* dtype_name(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp32"; }
+int64_t dtype_bytes(DType dtype) { return dtype == DType::kBF16 ? 2 : 4; }
+
+DType parse_dtype(const std::string& value, const std::string& flag) {
+  if (value == "fp32" || value == "float32") return DType::kF32;
+  if (value == "bf16" || value == "bfloat16") return DType::kBF16;
+  throw UserError(flag + " '" + value + "' is not a dtype shardlab trains in; use fp32 or bf16");
+}
+
+const char* bf16_matmul_name(Bf16Matmul path) { return path == Bf16Matmul::kNative ? "native" : "rounded"; }
+
+const ComputePrecision& compute_precision() { return t_precision; }
+
+PrecisionScope::PrecisionScope(ComputePrecision precision) : previous_(t_precision) { t_precision = precision; }
+PrecisionScope::~PrecisionScope() { t_precision = previous_; }
+
+std::string PrecisionPolicy::describe() const {
+  std::string s = std::string(dtype_name(compute)) + " compute, fp32 master weights and optimizer state, gradients reduced in " +
+                  dtype_name(reduce);
+  if (compute == DType::kBF16) s += "; bf16 matmuls: " + matmul_reason;
+  return s;
+}
+
+bool cpu_has_bf16_instructions() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w) {
+      if (w == "avx512_bf16" || w == "amx_bf16") return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+Bf16MatmulChoice select_bf16_matmul(const std::string& requested) {
+  std::string mode = requested;
+  if (const char* env = std::getenv("SHARDLAB_BF16_MATMUL"); env != nullptr && *env != '\0') mode = env;
+  if (mode != "auto" && mode != "native" && mode != "rounded") {
+    throw UserError("bf16 matmul path '" + mode + "' (--bf16-matmul or SHARDLAB_BF16_MATMUL) is not one of auto, native, rounded");
+  }
+  Bf16MatmulChoice c;
+  c.cpu_flag = cpu_has_bf16_instructions();
+  if (mode == "native") {
+    c.path = Bf16Matmul::kNative;
+    c.reason = std::string("bf16 kernels forced") + (c.cpu_flag ? "" : " (no avx512_bf16/amx_bf16: oneDNN emulates them)");
+    return c;
+  }
+  if (mode == "rounded") {
+    c.path = Bf16Matmul::kRounded;
+    c.reason = "fp32 kernels on bf16-rounded operands, forced";
+    return c;
+  }
+  if (!c.cpu_flag) {
+    c.path = Bf16Matmul::kRounded;
+    c.reason = "fp32 kernels on bf16-rounded operands: this CPU has no avx512_bf16/amx_bf16 (emulated bf16 GEMM is several times slower)";
+    return c;
+  }
+  // Measured, not assumed: some CPUs with avx512_bf16 run oneDNN's bf16 GEMM slower than its fp32 one.
+  constexpr int64_t kProbe = 512;
+  c.fp32_gflops = gemm_gflops<float>(kProbe, 3);
+  c.bf16_gflops = gemm_gflops<Bf16>(kProbe, 3);
+  c.path = c.bf16_gflops > 1.1 * c.fp32_gflops ? Bf16Matmul::kNative : Bf16Matmul::kRounded;
+  std::ostringstream why;
+  why.precision(0);
+  why << std::fixed << (c.path == Bf16Matmul::kNative ? "bf16 kernels: " : "fp32 kernels on bf16-rounded operands: ")
+      << "measured bf16 GEMM " << c.bf16_gflops << " GFLOP/s vs fp32 " << c.fp32_gflops << " GFLOP/s on "
+      << omp_get_max_threads() << " thread(s)";
+  c.reason = why.str();
+  return c;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,91 @@
+// Mixed precision: which dtype each part of a step runs in (FSDP2's MixedPrecisionPolicy).
+//
+// Master weights and optimizer state are always fp32. Under a bf16 policy every matmul --
+// linear layers, attention's batched matmuls, the experts' grouped GEMMs, the head --
+// takes bf16 operands and accumulates in fp32; norms, softmax, the loss, routing and the
+// optimizer compute in fp32. `reduce` is the dtype gradients are reduced in.
+//
+// How a bf16 matmul runs is a separate, per-machine choice (Bf16Matmul): oneDNN's bf16
+// kernels, or the fp32 kernels fed bf16-rounded operands. Both compute the same products
+// (a product of two bf16 values is exact in fp32) and accumulate in fp32, so the choice
+// changes speed, not results beyond summation order. select_bf16_matmul() makes it from
+// the CPU's flags and a measurement, so bf16 never runs slower than fp32 unnoticed.
+//
+//   const PrecisionScope bf16({.compute = DType::kBF16, .matmul = Bf16Matmul::kNative});
+//   Tensor y = ops::linear(x, w);   // bf16 operands, fp32 accumulation and output
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shardlab {
+
+enum class DType { kF32, kBF16 };
+
+const char* dtype_name(DType dtype);  // "fp32", "bf16"
+int64_t dtype_bytes(DType dtype);     // 4, 2
+// "fp32" or "bf16" (also "float32", "bfloat16"); UserError naming `flag` otherwise.
+DType parse_dtype(const std::string& value, const std::string& flag);
+
+enum class Bf16Matmul {
+  kNative,   // oneDNN bf16 kernels (avx512_bf16 / AMX dot products), fp32 accumulation
+  kRounded,  // the fp32 kernels on bf16-rounded operands: bf16 numerics at fp32 speed
+};
+const char* bf16_matmul_name(Bf16Matmul path);  // "native", "rounded"
+
+// What a thread's ops compute in (the autocast state).
+struct ComputePrecision {
+  DType compute = DType::kF32;
+  Bf16Matmul matmul = Bf16Matmul::kRounded;
+  bool bf16() const { return compute == DType::kBF16; }
+};
+
+const ComputePrecision& compute_precision();  // this thread's; fp32 unless a scope is alive
+
+// Sets this thread's compute precision for its lifetime (nestable).
+class PrecisionScope {
+ public:
+  explicit PrecisionScope(ComputePrecision precision);
+  ~PrecisionScope();
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+ private:
+  ComputePrecision previous_;
+};
+
+// A run's policy, chosen once and applied by parallel::ParallelModel.
+struct PrecisionPolicy {
+  DType compute = DType::kF32;  // matmul operands, the activations they save, the compute copy of weights
+  DType reduce = DType::kF32;   // gradients on the wire when they are reduced
+  Bf16Matmul matmul = Bf16Matmul::kRounded;  // how this machine runs a bf16 matmul
+  std::string matmul_reason;                 // why (select_bf16_matmul)
+
+  ComputePrecision compute_precision() const { return {.compute = compute, .matmul = matmul}; }
+  // One line for a run header, e.g. "bf16 compute, fp32 master weights and optimizer
+  // state, gradients reduced in fp32; bf16 matmuls: native (...)".
+  std::string describe() const;
+};
+
+// Number of matmuls run with bf16 operands so far, by path: proof that a bf16 run ran bf16.
+int64_t bf16_matmuls(Bf16Matmul path);
+
+// The machine's bf16 matmul path and why.
+struct Bf16MatmulChoice {
+  Bf16Matmul path = Bf16Matmul::kRounded;
+  bool cpu_flag = false;        // avx512_bf16 or amx_bf16 in /proc/cpuinfo
+  double bf16_gflops = 0.0;     // measured GEMM rates on this thread team (0: not measured)
+  double fp32_gflops = 0.0;
+  std::string reason;           // one line for the run header
+};
+
+// `requested`: "auto" (measure: native only where the CPU has bf16 instructions and its
+// bf16 GEMM beats fp32's by 10%), "native" or "rounded"; the environment variable
+// SHARDLAB_BF16_MATMUL overrides it (the tests force both paths on any machine).
+// UserError for anything else.
+Bf16MatmulChoice select_bf16_matmul(const std::string& requested);
+
+// True when /proc/cpuinfo lists avx512_bf16 or amx_bf16.
+bool cpu_has_bf16_instructions();
+
+}  // namespace shardlab
