@@ -1,5 +1,5 @@
 // bench_train_step: one training step (forward, backward, AdamW) of the PyTorch reference
-// configuration (../shared/bench/torch_gpt_bench.py), timed phase by phase.
+// configuration (bench/torch_gpt_bench.py), timed phase by phase.
 //
 //   OMP_NUM_THREADS=2 build/bench/bench_train_step --threads 2
 //   bench/compare_torch.sh        # this and the PyTorch script side by side, 1 and 2 threads
@@ -14,11 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <optional>
 #include <vector>
 
 #include "parallel/runtime/metrics.h"
 #include "framework/nn/transformer.h"
 #include "framework/peak.h"
+#include "framework/precision.h"
 #include "optim/adamw.h"
 
 using namespace shardlab;
@@ -40,12 +42,22 @@ int main(int argc, char** argv) {
       "batch", "B", cxxopts::value<int64_t>()->default_value("8"))("ctx", "T", cxxopts::value<int64_t>()->default_value("256"))(
       "d", "D", cxxopts::value<int64_t>()->default_value("256"))("layers", "L", cxxopts::value<int64_t>()->default_value("4"))(
       "heads", "N", cxxopts::value<int64_t>()->default_value("4"))("vocab", "V", cxxopts::value<int64_t>()->default_value("256"))(
+      "precision", "fp32 or bf16 (bf16 matmul operands, fp32 accumulation, master weights and AdamW)",
+      cxxopts::value<std::string>()->default_value("fp32"))(
+      "bf16-matmul", "bf16 matmul kernels: auto (measured), native or rounded", cxxopts::value<std::string>()->default_value("auto"))(
       "peak-gflops", "FP32 peak for MFU (default 149.5 per thread, as the PyTorch script)",
       cxxopts::value<double>()->default_value("0"))("h,help", "help");
   auto a = o.parse(argc, argv);
   if (a.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   const int threads = a["threads"].as<int>();
   omp_set_num_threads(threads);
+  PrecisionPolicy policy;
+  policy.compute = parse_dtype(a["precision"].as<std::string>(), "--precision");
+  if (policy.compute == DType::kBF16) {
+    const Bf16MatmulChoice choice = select_bf16_matmul(a["bf16-matmul"].as<std::string>());
+    policy.matmul = choice.path;
+    policy.matmul_reason = choice.reason;
+  }
 
   nn::ModelConfig c = nn::ModelConfig::preset("gpt-bench");
   c.vocab = a["vocab"].as<int64_t>();
@@ -74,10 +86,12 @@ int main(int argc, char** argv) {
   for (int s = 0; s < a["warmup"].as<int>() + a["steps"].as<int>(); ++s) {
     const double c0 = process_cpu_seconds();
     auto t0 = Clock::now();
+    std::optional<PrecisionScope> precision(std::in_place, policy.compute_precision());  // forward and backward
     Tensor loss = model.loss(x, y, B, T);
     auto t1 = Clock::now();
     model.zero_grad();
     loss.backward();
+    precision.reset();
     auto t2 = Clock::now();
     opt.step(3e-4f);
     auto t3 = Clock::now();
@@ -95,9 +109,9 @@ int main(int argc, char** argv) {
   auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
   std::printf("shardlab  threads=%d  measured FMA peak %.1f GFLOP/s (MFU below uses %.1f, as the PyTorch script)\n",
               threads, measure_peak_flops(threads) / 1e9, peak / 1e9);
-  std::printf("config: vocab=%lld ctx=%lld d=%lld layers=%lld heads=%lld batch=%lld fp32  params=%lld  FLOPs/step=%.2f G\n",
+  std::printf("config: vocab=%lld ctx=%lld d=%lld layers=%lld heads=%lld batch=%lld %s  params=%lld  FLOPs/step=%.2f G\n",
               (long long)c.vocab, (long long)T, (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
-              (long long)B, (long long)model.num_parameters(), flops_token * tokens / 1e9);
+              (long long)B, dtype_name(policy.compute), (long long)model.num_parameters(), flops_token * tokens / 1e9);
   for (auto [name, t] : {std::pair{"best", best(total)}, std::pair{"median", median(total)}}) {
     std::printf("%-6s step %8.1f ms  %9.0f tokens/s  %7.2f GFLOP/s  MFU %5.1f%% of %.1f GFLOP/s\n", name, t * 1e3,
                 tokens / t, tokens * flops_token / t / 1e9, 100 * tokens * flops_token / t / peak, peak / 1e9);
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
               best(adam) * 1e3);
   std::printf("cpu    step %8.1f ms of CPU time over %d thread(s) (min; at 1 thread: the step's work without time-sharing)\n",
               best(cpu) * 1e3, threads);
+  std::printf("dtype  %s\n", policy.describe().c_str());
   std::printf("final loss %.4f\n", loss_value);
   return 0;
 }

@@ -13,7 +13,7 @@
 set -euo pipefail
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cd "$(dirname "$0")/.."
-torch_script=${TORCH_BENCH:-../shared/bench/torch_gpt_bench.py}
+torch_script=${TORCH_BENCH:-bench/torch_gpt_bench.py}
 build=${BUILD_DIR:-build}
 rounds=${ROUNDS:-3}
 steps=${STEPS:-8}

@@ -7,8 +7,11 @@
 namespace shardlab::parallel {
 
 ParallelModel::ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
-                             std::unique_ptr<GradientSync> gradient_sync)
-    : shards_(std::move(shards)), pipeline_(std::move(pipeline)), sync_(std::move(gradient_sync)) {}
+                             std::unique_ptr<GradientSync> gradient_sync, PrecisionPolicy precision)
+    : shards_(std::move(shards)),
+      pipeline_(std::move(pipeline)),
+      sync_(std::move(gradient_sync)),
+      precision_(std::move(precision)) {}
 
 optim::ParamSource ParallelModel::parameters() const {
   return [this] { return sync_->local_parameters(); };

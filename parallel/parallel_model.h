@@ -8,6 +8,8 @@
 //                    ZeRO-1/2 or FSDP, a reducer and a sharded store
 //   parameters()     the views this rank's optimizer updates
 //   norm_reduction() clipping's global gradient norm over every shard
+//   precision()      the mixed-precision policy (framework/precision.h); compute_scope()
+//                    applies it to the forward and backward passes run in its scope
 //
 // Checkpoint files are written and read from it by checkpoint/distributed_checkpoint.h;
 // one optimizer step over it is train_step (train_step.h), which reads as llm.c's loop:
@@ -15,6 +17,7 @@
 //   ParallelModel parallel = parallelize(model, mesh, config);
 //   optim::AdamW optimizer(parallel.parameters(), {.weight_decay = 0.1f});  // this rank's views
 //   for (...) {
+//     const PrecisionScope precision = parallel.compute_scope();   // bf16 matmuls under a bf16 policy
 //     {
 //       auto no_sync = parallel.no_sync();   // accumulate locally
 //       for (int i = 0; i + 1 < k; ++i) { parallel.begin_microbatch(); loss(i).backward(); }
@@ -34,6 +37,7 @@
 #include <memory>
 #include <string>
 
+#include "framework/precision.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "parallel/data_parallel/gradient_sync.h"
@@ -45,13 +49,17 @@ namespace shardlab::parallel {
 class ParallelModel {
  public:
   ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
-                std::unique_ptr<GradientSync> gradient_sync);
+                std::unique_ptr<GradientSync> gradient_sync, PrecisionPolicy precision);
   ParallelModel(const ParallelModel&) = delete;
   ParallelModel& operator=(const ParallelModel&) = delete;
 
   const ModelShards* shards() const { return shards_.get(); }
   PipelineParallel* pipeline() const { return pipeline_.get(); }
   GradientSync& gradient_sync() const { return *sync_; }
+  const PrecisionPolicy& precision() const { return precision_; }
+  // While alive, this thread's ops compute in the policy's precision: training steps,
+  // evaluation and decoding open one.
+  [[nodiscard]] PrecisionScope compute_scope() const { return PrecisionScope(precision_.compute_precision()); }
 
   // The optimizer's source (optim::ParamSource): this rank's parameter elements and their
   // averaged gradients.
@@ -98,6 +106,7 @@ class ParallelModel {
   std::shared_ptr<const ModelShards> shards_;
   std::unique_ptr<PipelineParallel> pipeline_;
   std::unique_ptr<GradientSync> sync_;
+  PrecisionPolicy precision_;
   mutable double norm_seconds_ = 0;  // blocked in norm_reduction()
 };
 

@@ -100,7 +100,7 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
         break;
     }
   }
-  return ParallelModel(split.shards, std::move(pipeline), std::move(sync));
+  return ParallelModel(split.shards, std::move(pipeline), std::move(sync), config.precision);
 }
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,

@@ -36,6 +36,7 @@ struct ParallelConfig {
   DataParallelConfig data = {};      // ZeRO stage, buckets, overlap, seed
   TensorParallelConfig tensor = {};  // sequence parallelism, collective matmul
   PipelineConfig pipeline = {};      // schedule, virtual stages, microbatches, split
+  PrecisionPolicy precision = {};    // compute and reduce dtypes (framework/precision.h)
 };
 
 // The strategies a mesh gets, in the order they are applied: one for each model-parallel

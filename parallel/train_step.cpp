@@ -16,6 +16,8 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, opt
   // losses, which reach backward on their own, follow the same scale.
   model.moe_state->loss_scale = 1.0f / static_cast<float>(microbatches);
   model.moe_state->stats.clear();
+  std::optional<PrecisionScope> precision;  // the forward and backward passes
+  precision.emplace(parallel.precision().compute_precision());
   if (PipelineParallel* pipeline = parallel.pipeline()) {
     SL_ASSERT(pipeline->schedule().microbatches == microbatches,
               "the pipeline was built for " + std::to_string(pipeline->schedule().microbatches) +
@@ -41,6 +43,7 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, opt
     }
     microbatch(microbatches - 1);  // its backward reduces the gradients as they are ready
   }
+  precision.reset();  // the update and the gradient arithmetic stay fp32
   result.moe = model.moe_state->stats;
   parallel.finish_gradients();
   if (gradients_ready) gradients_ready();

@@ -96,6 +96,13 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("momentum", "SGD momentum", cxxopts::value<double>()->default_value("0.9"))
       ("grad-clip", "global gradient-norm clip (0: off)", cxxopts::value<double>()->default_value("1.0"))
       ("seed", "seed of initial weights and data", cxxopts::value<uint64_t>()->default_value(std::to_string(r.seed)));
+  o.add_options("precision")
+      ("precision", "fp32, or bf16: bf16 matmul operands with fp32 accumulation; fp32 master weights, optimizer "
+       "state, norms, softmax and loss (docs/mixed_precision.md)", cxxopts::value<std::string>()->default_value(r.precision))
+      ("reduce-dtype", "dtype gradients are reduced in: fp32", cxxopts::value<std::string>()->default_value(r.reduce_dtype))
+      ("bf16-matmul", "how bf16 matmuls run: auto (oneDNN's bf16 kernels where this CPU has them and they measure "
+       "faster than fp32, else fp32 kernels on bf16-rounded operands), native or rounded; the environment variable "
+       "SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value(r.bf16_matmul));
   o.add_options("run")
       ("eval-every", "steps between evaluations (0: only at the end)", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_every)))
       ("eval-batches", "held-out batches per evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_batches)))
@@ -213,6 +220,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.momentum = p["momentum"].as<double>();
   r.grad_clip = p["grad-clip"].as<double>();
   r.seed = p["seed"].as<uint64_t>();
+  r.precision = p["precision"].as<std::string>();
+  r.reduce_dtype = p["reduce-dtype"].as<std::string>();
+  r.bf16_matmul = p["bf16-matmul"].as<std::string>();
   r.eval_every = p["eval-every"].as<int64_t>();
   r.eval_batches = p["eval-batches"].as<int64_t>();
   r.eval_problems = p["eval-problems"].as<int64_t>();

@@ -61,6 +61,7 @@ double active_parameters(const nn::ModelConfig& config) {
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
                      const DataSource& data, const parallel::StepPlan& plan)
     : run_(run), mesh_(mesh), pipeline_(parallel.pipeline()) {
+  const PrecisionScope precision = parallel.compute_scope();  // the compute probe runs as the steps will
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data_axes_ = axes.all->name();
   float peak = static_cast<float>(measure_peak_flops(omp_get_max_threads()));
@@ -140,6 +141,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::printf("batch   %lld sequences x %lld tokens per step (%lld per data rank, %d microbatches) | %d threads per rank\n",
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
               static_cast<long long>(run.batch / axes.all->size()), run.grad_accum, omp_get_max_threads());
+  std::printf("dtype   %s\n", parallel.precision().describe().c_str());
   std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
               peak_flops_ / 1e9, flops_per_token_ / 1e6);
   if (calibrated) {

@@ -27,6 +27,7 @@
 #include "parallel/runtime/local_profile.h"
 #include "parallel/runtime/memory_estimate.h"
 #include "parallel/runtime/metrics.h"
+#include "parallel/runtime/precision_choice.h"
 #include "parallel/runtime/training_state.h"
 #include "parallel/train_step.h"
 
@@ -69,7 +70,9 @@ int train(int argc, char** argv) {
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).
   const parallel::StepPlan plan = runtime::plan_train_step(run, mesh, model);
   parallel::check_plan_agreement(mesh, plan);
-  const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, run.parallel());
+  parallel::ParallelConfig config = run.parallel();
+  config.precision = runtime::choose_precision(run, mesh);  // collective under bf16: the matmul path all ranks take
+  const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, config);
   // Built outside the strategy, over the parameter elements this rank updates.
   const auto optimizer = optim::make_optimizer(run.optimizer_config(), parallel_model.parameters());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
@@ -124,6 +127,7 @@ int train(int argc, char** argv) {
     const bool last = state.step == run.steps;
     if ((run.eval_every > 0 && state.step % run.eval_every == 0) || last) {
       parallel_model.gather_full_params();
+      const PrecisionScope precision = parallel_model.compute_scope();
       report.eval(state.step, runtime::evaluate(model, data, run), metrics);
       parallel_model.release_full_params();
     }

@@ -109,7 +109,7 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
     }
   }
 
-  return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row, precision, qkv_in](const Tensor& gy) {
+  return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row, precision](const Tensor& gy) {
     // Not zeroed: the last row block sees every key, so running the blocks last to first,
     // group 0's last block writes all of dK and dV and every later block accumulates. dQ
     // rows are written exactly once.
@@ -121,7 +121,7 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
       probs_offset[r] = offset;
     }
     Tensor dp = Tensor::empty({largest});
-    const MatmulOperand gy_in(gy, precision);
+    const MatmulOperand qkv_in(qkv, precision), gy_in(gy, precision);
     float* out = gqkv.data();
     for (int64_t g = 0; g < a.G; ++g) {
       for (int64_t r = a.blocks() - 1; r >= 0; --r) {

@@ -169,23 +169,26 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   SL_ASSERT(!b.defined() || (b.ndim() == 1 && b.dim(0) == w.dim(0)), "linear: bias shape");
 }
 
-// Records linear's backward on its output y, from the operands the forward multiplied.
-Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, const ComputePrecision& precision,
-                     const MatmulOperand& xo, const MatmulOperand& wo) {
+// Records linear's backward on its output y. Its operands are converted to the forward's
+// precision again in backward rather than kept: the graph holds x and w anyway.
+Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, const ComputePrecision& precision) {
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
-  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K, precision, xo, wo](const Tensor& gy) {
+  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K, precision](const Tensor& gy) {
     Tensor gx, gw, gb;
     const MatmulOperand go(gy, precision);
     if (x.requires_grad()) {  // gx[M,K] = gy[M,N] · w[N,K]
       gx = Tensor::empty(x.shape());
-      matmul_raw(go, 0, MatView::matrix(M, N, N), wo, 0, MatView::matrix(N, K, K), gx.data(), MatView::matrix(M, K, K));
+      matmul_raw(go, 0, MatView::matrix(M, N, N), MatmulOperand(w, precision), 0, MatView::matrix(N, K, K), gx.data(),
+                 MatView::matrix(M, K, K));
     }
-    const auto weight_grad = [=] {  // gw[N,K] = gy^T[N,M] · x[M,K]
+    const auto weight_grad_of = [=](const MatmulOperand& g_y) {  // gw[N,K] = gy^T[N,M] · x[M,K]
       Tensor g = Tensor::empty(w.shape());
-      matmul_raw(go, 0, MatView::matrix(N, M, N, true), xo, 0, MatView::matrix(M, K, K), g.data(),
-                 MatView::matrix(N, K, K));
+      matmul_raw(g_y, 0, MatView::matrix(N, M, N, true), MatmulOperand(x, precision), 0, MatView::matrix(M, K, K),
+                 g.data(), MatView::matrix(N, K, K));
       return g;
     };
+    // Deferred, it converts gy again when it runs rather than keep a converted copy waiting.
+    const auto weight_grad = [=] { return weight_grad_of(MatmulOperand(gy, precision)); };
     const auto bias_grad = [=] {  // gb[N] = column sums of gy (fp32)
       // Threads own column slices, and each column is summed in row order: deterministic.
       Tensor g = Tensor::zeros(b.shape());
@@ -203,7 +206,7 @@ Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y
       return g;
     };
     // A zero-bubble pipeline's input-gradient pass leaves the weight's for later.
-    if (w.requires_grad() && !defer_gradient(w, weight_grad)) gw = weight_grad();
+    if (w.requires_grad() && !defer_gradient(w, weight_grad)) gw = weight_grad_of(go);
     if (b.defined() && b.requires_grad() && !defer_gradient(b, bias_grad)) gb = bias_grad();
     return std::vector<Tensor>{gx, gw, gb};
   });
@@ -218,11 +221,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   out_shape.back() = N;
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
-  const MatmulOperand xo(x, precision), wo(w, precision);
-  matmul_raw(xo, 0, MatView::matrix(M, K, K), wo, 0, MatView::matrix(K, N, K, /*trans=*/true), y.data(),
-             MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? b.data() : nullptr);
+  matmul_raw(MatmulOperand(x, precision), 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0,
+             MatView::matrix(K, N, K, /*trans=*/true), y.data(), MatView::matrix(M, N, N), {.bias = b.defined()},
+             b.defined() ? b.data() : nullptr);
   g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
-  return record_linear(x, w, b, y, precision, xo, wo);
+  return record_linear(x, w, b, y, precision);
 }
 
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
@@ -230,9 +233,7 @@ Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, con
   SL_ASSERT(y.numel() == x.numel() / w.dim(1) * w.dim(0), "linear_with_output: output " + shape_str(y.shape()) +
                                                               " does not match x " + shape_str(x.shape()) + " and weight " +
                                                               shape_str(w.shape()));
-  const ComputePrecision precision = compute_precision();
-  if (!needs_grad({&x, &w, &b})) return y.detach();
-  return record_linear(x, w, b, y.detach(), precision, MatmulOperand(x, precision), MatmulOperand(w, precision));
+  return record_linear(x, w, b, y.detach(), compute_precision());
 }
 
 Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -247,8 +248,8 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   };
   Tensor y = Tensor::empty({G, M, N});
   const ComputePrecision precision = compute_precision();
-  const MatmulOperand xo(x, precision), wo(w, precision);
-  matmul_raw(xo, 0, view(M, K, false), wo, 0, view(K, N, true), y.data(), view(M, N, false));
+  matmul_raw(MatmulOperand(x, precision), 0, view(M, K, false), MatmulOperand(w, precision), 0, view(K, N, true),
+             y.data(), view(M, N, false));
   if (b.defined()) {
     for (int64_t g = 0; g < G; ++g) {
       const float* bias = b.data() + g * N;
@@ -259,16 +260,18 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       }
     }
   }
-  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view, precision, xo, wo](const Tensor& gy) {
+  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view, precision](const Tensor& gy) {
     Tensor gx, gw, gb;
     const MatmulOperand go(gy, precision);
     if (x.requires_grad()) {  // gx[g] = gy[g] · w[g]
       gx = Tensor::empty(x.shape());
-      matmul_raw(go, 0, view(M, N, false), wo, 0, view(N, K, false), gx.data(), view(M, K, false));
+      matmul_raw(go, 0, view(M, N, false), MatmulOperand(w, precision), 0, view(N, K, false), gx.data(),
+                 view(M, K, false));
     }
     if (w.requires_grad()) {  // gw[g] = gy[g]^T · x[g]
       gw = Tensor::empty(w.shape());
-      matmul_raw(go, 0, view(N, M, true), xo, 0, view(M, K, false), gw.data(), view(N, K, false));
+      matmul_raw(go, 0, view(N, M, true), MatmulOperand(x, precision), 0, view(M, K, false), gw.data(),
+                 view(N, K, false));
     }
     if (b.defined() && b.requires_grad()) {  // gb[g] = column sums of gy[g]
       gb = Tensor::zeros(b.shape());
@@ -301,18 +304,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return MatView::batched({1, batch, rows, cols}, {batch * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
   };
   const ComputePrecision precision = compute_precision();
-  const MatmulOperand ao(a, precision), bo(b, precision);
-  matmul_raw(ao, 0, view(M, K, false), bo, 0, view(K, N, false), c.data(), view(M, N, false));
-  return record(c, "matmul", {a, b}, [a, b, M, N, K, view, precision, ao, bo](const Tensor& gc) {
+  matmul_raw(MatmulOperand(a, precision), 0, view(M, K, false), MatmulOperand(b, precision), 0, view(K, N, false),
+             c.data(), view(M, N, false));
+  return record(c, "matmul", {a, b}, [a, b, M, N, K, view, precision](const Tensor& gc) {
     Tensor ga, gb;
     const MatmulOperand go(gc, precision);
     if (a.requires_grad()) {  // ga[M,K] = gc[M,N] · b^T[N,K]
       ga = Tensor::empty(a.shape());
-      matmul_raw(go, 0, view(M, N, false), bo, 0, view(N, K, true), ga.data(), view(M, K, false));
+      matmul_raw(go, 0, view(M, N, false), MatmulOperand(b, precision), 0, view(N, K, true), ga.data(),
+                 view(M, K, false));
     }
     if (b.requires_grad()) {  // gb[K,N] = a^T[K,M] · gc[M,N]
       gb = Tensor::empty(b.shape());
-      matmul_raw(ao, 0, view(K, M, true), go, 0, view(M, N, false), gb.data(), view(K, N, false));
+      matmul_raw(MatmulOperand(a, precision), 0, view(K, M, true), go, 0, view(M, N, false), gb.data(),
+                 view(K, N, false));
     }
     return std::vector<Tensor>{ga, gb};
   });

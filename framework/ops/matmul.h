@@ -10,9 +10,10 @@
 // `linear` is the autograd op: y[..., N] = x[..., K] · w[N, K]^T + b[N] (PyTorch layout).
 //
 // Every op here multiplies in the thread's compute precision (framework/precision.h):
-// under bf16 its operands -- and the copies saved for backward -- are bf16, the
-// accumulation and the output fp32; the output gradient is rounded to bf16 before the
-// backward matmuls, which accumulate into fp32 gradients.
+// under bf16 its operands are converted to bf16 for the matmul, the accumulation and the
+// output are fp32; backward converts the saved fp32 inputs again (the autograd graph keeps
+// them alive anyway, so a bf16 copy kept beside them would only add memory) and the output
+// gradient too, and accumulates into fp32 gradients.
 #pragma once
 
 #include <array>
@@ -52,7 +53,7 @@ void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& 
 
 // A matmul operand as a precision multiplies it: the fp32 values themselves (fp32), a bf16
 // copy (bf16, native kernels) or a bf16-rounded fp32 copy (bf16, rounded path). Cheap to
-// copy; it keeps its values alive, which is how ops save operands for backward.
+// copy; it keeps its values alive.
 class MatmulOperand {
  public:
   MatmulOperand() = default;

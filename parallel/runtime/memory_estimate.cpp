@@ -53,7 +53,10 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .embedding = stage == 0,
               .head = stage == layout.pipe - 1,
               .in_flight = in_flight > 0 ? in_flight : std::min(microbatches, layout.pipe - stage),
-              .capacity_factor = run.model.capacity_factor});
+              .capacity_factor = run.model.capacity_factor,
+              // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
+              .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,
+              .deferred_weight_gradients = layout.pipe > 1 && run.pp_schedule == "zero-bubble"});
   m.activations = m.activation_parts.peak();
   return m;
 }

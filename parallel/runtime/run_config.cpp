@@ -41,6 +41,18 @@ void RunConfig::validate() const {
   if (warmup < -1) {
     throw UserError("--warmup " + std::to_string(warmup) + " must be 0 or more (or -1 for a tenth of --steps)");
   }
+  const DType compute = parse_dtype(precision, "--precision");
+  const DType reduce = parse_dtype(reduce_dtype, "--reduce-dtype");
+  if (reduce == DType::kBF16) {
+    throw UserError("--reduce-dtype bf16 is not available yet: gradients are reduced in fp32 (the default, and "
+                    "FSDP2's and Megatron's); drop --reduce-dtype");
+  }
+  if (bf16_matmul != "auto" && bf16_matmul != "native" && bf16_matmul != "rounded") {
+    throw UserError("--bf16-matmul '" + bf16_matmul + "' must be auto, native or rounded");
+  }
+  if (compute != DType::kBF16 && bf16_matmul != "auto") {
+    throw UserError("--bf16-matmul " + bf16_matmul + " applies to --precision bf16, and this run is " + precision);
+  }
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
   if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");
@@ -72,7 +84,8 @@ Attributes RunConfig::to_attributes() const {
           {"experts", model.experts},          {"top_k", model.top_k},   {"moe_every", model.moe_every},
           {"capacity_factor", static_cast<double>(model.capacity_factor)},
           {"aux_loss_coef", static_cast<double>(model.aux_loss_coef)},
-          {"z_loss_coef", static_cast<double>(model.z_loss_coef)}};
+          {"z_loss_coef", static_cast<double>(model.z_loss_coef)},
+          {"precision", precision}};
 }
 
 double RunConfig::watchdog_timeout(double first_step_seconds) const {

@@ -35,6 +35,10 @@ struct RunConfig {
   double weight_decay = 0.1, momentum = 0.9, grad_clip = 1.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.95, adam_eps = 1e-8;
   uint64_t seed = 1234;
+  // mixed precision (framework/precision.h, docs/mixed_precision.md)
+  std::string precision = "fp32";     // compute dtype: fp32 or bf16
+  std::string reduce_dtype = "fp32";  // dtype gradients are reduced in
+  std::string bf16_matmul = "auto";   // bf16 matmul kernels: auto (measured), native or rounded
   // evaluation, logging, checkpoints
   int64_t eval_every = 250, eval_batches = 4, eval_problems = 100;
   int64_t log_every = 50;

@@ -79,7 +79,10 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   // output projection holds its output's gradient (D), its input's (F) and its weight's
   // gradient (D x F for the whole microbatch) before that is accumulated.
   const double f = static_cast<double>(s.d_ff) / t;
-  const double backward_transient = s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens);
+  // Under bf16 its matmuls also hold copies of the operands they multiply: about as many
+  // again, at the copies' bytes.
+  const double backward_transient = (1.0 + q.matmul_copy_bytes / sizeof(float)) *
+                                    (s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens));
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
@@ -111,9 +114,18 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   const double vocab = static_cast<double>(s.vocab) / t;
   const double head = q.head ? 2 * d + 3 * vocab + (s.layer_norm ? 2 : 1) : 0;
   const double bytes = sizeof(float) * q.tokens;
+  // A bf16 matmul's operand copy, alive while it runs: on the last stage the logits'
+  // gradient's takes the place of cross entropy's softmax, freed just before it; on
+  // another stage it comes on top of the kept tensors: the attention's copy of Q, K and V
+  // or the MLP's of its hidden activations, whichever is wider.
+  const double widest = std::max(static_cast<double>(s.d_ff), static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim));
+  double copy = q.head ? 0.0 : q.matmul_copy_bytes * q.tokens * widest / t;
+  if (q.deferred_weight_gradients) {  // the fused Q/K/V projection's: its output gradient and input
+    copy += q.matmul_copy_bytes * q.tokens * (static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t + d);
+  }
   return {.kept = bytes * per_token * q.in_flight,
-          .head = bytes * head,
-          .recompute = bytes * recompute,
+          .head = bytes * head + copy,
+          .recompute = recompute > 0 ? bytes * recompute + (q.deferred_weight_gradients ? copy : 0.0) : 0.0,
           .kept_backward = bytes * per_token,
           .layers = std::max(1.0, q.layers)};
 }

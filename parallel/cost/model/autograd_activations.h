@@ -23,6 +23,10 @@
 //   norm outputs the column-parallel matmuls read.
 // - The head keeps the final norm's output, the logits and cross entropy's softmax (V
 //   each, V/t under tensor parallelism), and its backward adds the logits' gradient.
+// - Under bf16 compute a matmul converts its operands while it runs (framework/ops/matmul.h).
+//   On a stage without the head, the widest copy -- attention's of Q, K and V, or the
+//   MLP's of its hidden activations, per token and divided by t -- comes on top of the kept
+//   tensors; on the last stage the logits' gradient's copy takes the place of the softmax.
 // - Rematerialisation keeps each block's input (full) or also its Linear outputs
 //   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed and
 //   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
@@ -52,6 +56,12 @@ struct ActivationQuery {
   bool head = true;         // this rank's stage holds the head and the loss (the last)
   double in_flight = 1;     // microbatches whose activations are alive at once
   double capacity_factor = 1.25;  // MoE slots per expert (0: dropless)
+  // Bytes per element of the operand copies a bf16 matmul makes while it runs: 0 under
+  // fp32, 2 with oneDNN's bf16 kernels, 4 with fp32 kernels on rounded copies.
+  double matmul_copy_bytes = 0;
+  // A zero-bubble pipeline's deferred weight-gradient pass: under bf16 each converts its
+  // output gradient and input again when it runs, beside the tensors still waiting.
+  bool deferred_weight_gradients = false;
 };
 
 // Elements one token keeps in one block (dense or MoE), as tensor parallelism splits them.
