@@ -21,6 +21,14 @@ PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
   return pipeline;
 }
 
+// The data-parallel configuration as the precision policy completes it: parameters are
+// gathered in the compute dtype.
+DataParallelConfig data_config(const ParallelConfig& config) {
+  DataParallelConfig data = config.data;
+  data.param_dtype = config.precision.compute;
+  return data;
+}
+
 // The data-parallel strategy of the ZeRO stage, and the collectives it issues in a step.
 std::unique_ptr<GradientSync> make_gradient_sync(nn::Transformer& model, const Mesh& mesh,
                                                  const DataParallelConfig& config, const ModelSplit& split) {
@@ -96,7 +104,7 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
         split.shards = pipeline->shards();
         break;
       case Strategy::kData:
-        sync = make_gradient_sync(model, mesh, config.data, split);
+        sync = make_gradient_sync(model, mesh, data_config(config), split);
         break;
     }
   }
@@ -163,7 +171,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
       }
       case Strategy::kPipeline: plan_pipeline_step(plan, mesh); break;
       case Strategy::kData: {
-        const StepPlan data = plan_gradient_sync(sharded, mesh, config.data, split, step.microbatches);
+        const StepPlan data = plan_gradient_sync(sharded, mesh, data_config(config), split, step.microbatches);
         plan.insert(plan.end(), data.begin(), data.end());
         break;
       }

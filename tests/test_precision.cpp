@@ -238,3 +238,31 @@ TEST_CASE("the bf16 matmul path can be forced, and the environment overrides the
   CHECK_THROWS_AS(select_bf16_matmul("auto"), UserError);
   unsetenv("SHARDLAB_BF16_MATMUL");
 }
+
+// Under bf16 every parameter enters as its bf16 value (compute_value): a norm's gain and
+// bias, an embedding's rows, a linear's bias -- so a layout that gathers parameters in bf16
+// computes exactly what one holding them in fp32 does.
+TEST_CASE("parameters read outside matmuls enter as their bf16 values under bf16") {
+  const Tensor x = random_tensor({5, 24}, 1), w = random_tensor({24}, 2), b = random_tensor({24}, 3);
+  const ComputePrecision bf16{.compute = DType::kBF16, .matmul = Bf16Matmul::kRounded};
+  const auto same = [](const Tensor& got, const Tensor& want) {
+    REQUIRE(got.numel() == want.numel());
+    for (int64_t i = 0; i < got.numel(); ++i) REQUIRE(got.data()[i] == want.data()[i]);
+  };
+  Tensor ln, rms, emb, lin;
+  {
+    const PrecisionScope scope(bf16);
+    ln = ops::layer_norm(x, w, b);
+    rms = ops::rms_norm(x, w);
+    const std::vector<int32_t> ids{3, 0, 4};
+    emb = ops::embedding(random_tensor({6, 24}, 4), ids, 1, 3);
+    lin = ops::linear(x, random_tensor({7, 24}, 5), random_tensor({7}, 6));
+  }
+  same(ln, ops::layer_norm(x, rounded(w), rounded(b)));  // fp32 op on the rounded parameters
+  CHECK(max_abs_diff(ln, ops::layer_norm(x, w, b)) > 0);   // and not the fp32 op on the parameters
+  same(rms, ops::rms_norm(x, rounded(w)));
+  const std::vector<int32_t> ids{3, 0, 4};
+  same(emb, ops::embedding(rounded(random_tensor({6, 24}, 4)), ids, 1, 3));
+  const PrecisionScope scope(bf16);
+  same(lin, ops::linear(x, random_tensor({7, 24}, 5), rounded(random_tensor({7}, 6))));
+}

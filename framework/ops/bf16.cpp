@@ -1,5 +1,6 @@
 #include "framework/ops/bf16.h"
 
+#include "framework/precision.h"
 #include "framework/tensor.h"
 
 namespace shardlab {
@@ -23,6 +24,13 @@ void to_float(const Bf16* in, float* out, int64_t n) {
 void round_bf16(const float* in, float* out, int64_t n) {
 #pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = round_bf16(in[i]);
+}
+
+Tensor compute_value(const Tensor& p) {
+  if (!p.defined() || !compute_precision().bf16()) return p;
+  Tensor r = Tensor::empty(p.shape());
+  round_bf16(p.data(), r.data(), p.numel());
+  return r;
 }
 
 Bf16Array::Bf16Array(int64_t n)

@@ -33,6 +33,15 @@ void to_float(const Bf16* in, float* out, int64_t n);
 void round_bf16(const float* in, float* out, int64_t n);  // in == out allowed
 
 class Storage;
+class Tensor;
+
+// The values parameter `p` has in this thread's compute precision (framework/precision.h):
+// `p` itself under fp32, a bf16-rounded copy (no autograd) under bf16. Ops that read a
+// parameter outside a matmul -- a norm's gain and bias, an embedding row, a linear's
+// bias -- read it through this, so that under bf16 every parameter enters the
+// computation as its bf16 value wherever it lives (FSDP2's param_dtype): gathered in bf16
+// or held whole in fp32, every layout computes with the same values.
+Tensor compute_value(const Tensor& p);
 
 // n bf16 values in a Storage (so the MemoryTracker counts their bytes): what a matmul
 // saves for backward and what travels on the wire in bf16.

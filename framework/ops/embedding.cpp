@@ -7,6 +7,8 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/bf16.h"
+#include "framework/precision.h"
 
 namespace shardlab::ops {
 namespace {
@@ -53,9 +55,11 @@ Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64
     rows[r] = row >= 0 && row < V ? static_cast<int32_t>(row) : -1;
   }
   Tensor y = Tensor::empty({B, T, D});
+  const bool bf16 = compute_precision().bf16();  // rows enter as their bf16 values (compute_value)
   for (int64_t r = 0; r < B * T; ++r) {
     float* dst = y.data() + r * D;
     if (rows[r] < 0) std::fill(dst, dst + D, 0.0f);
+    else if (bf16) round_bf16(w.data() + rows[r] * D, dst, D);
     else std::memcpy(dst, w.data() + rows[r] * D, D * sizeof(float));
   }
   return record(y, "embedding", {w}, [w, rows = std::move(rows), D](const Tensor& gy) {

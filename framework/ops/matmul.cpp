@@ -221,9 +221,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   out_shape.back() = N;
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
+  const Tensor bias = compute_value(b);
   matmul_raw(MatmulOperand(x, precision), 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0,
              MatView::matrix(K, N, K, /*trans=*/true), y.data(), MatView::matrix(M, N, N), {.bias = b.defined()},
-             b.defined() ? b.data() : nullptr);
+             b.defined() ? bias.data() : nullptr);
   g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
   return record_linear(x, w, b, y, precision);
 }
@@ -251,8 +252,9 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   matmul_raw(MatmulOperand(x, precision), 0, view(M, K, false), MatmulOperand(w, precision), 0, view(K, N, true),
              y.data(), view(M, N, false));
   if (b.defined()) {
+    const Tensor bc = compute_value(b);
     for (int64_t g = 0; g < G; ++g) {
-      const float* bias = b.data() + g * N;
+      const float* bias = bc.data() + g * N;
       for (int64_t m = 0; m < M; ++m) {
         float* row = y.data() + (g * M + m) * N;
 #pragma omp simd

@@ -7,6 +7,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/bf16.h"
 
 namespace shardlab::ops {
 namespace {
@@ -41,7 +42,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
   const int64_t D = x.dim(-1), rows = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
   Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
-  const float *px = x.data(), *pw = w.data(), *pb = b.data();
+  const Tensor wc = compute_value(w), bc = compute_value(b);  // bf16 values under bf16
+  const float *px = x.data(), *pw = wc.data(), *pb = bc.data();
   float *py = y.data(), *pm = mean.data(), *pr = rstd.data();
 #pragma omp parallel for if (rows > 64)
   for (int64_t r = 0; r < rows; ++r) {
@@ -58,10 +60,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
 #pragma omp simd
     for (int64_t j = 0; j < D; ++j) py[r * D + j] = (xr[j] - m) * s * pw[j] + pb[j];
   }
-  return record(y, "layer_norm", {x, w, b}, [x, w, mean, rstd, D, rows](const Tensor& gy) {
+  return record(y, "layer_norm", {x, w, b}, [x, wc, mean, rstd, D, rows](const Tensor& gy) {
     Tensor gx = Tensor::empty(x.shape());
     ThreadPartials gw(D), gb(D);
-    const float *px = x.data(), *pw = w.data(), *g = gy.data(), *pm = mean.data(), *pr = rstd.data();
+    const float *px = x.data(), *pw = wc.data(), *g = gy.data(), *pm = mean.data(), *pr = rstd.data();
     float* ox = gx.data();
 #pragma omp parallel
     {
@@ -97,7 +99,8 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   const int64_t D = x.dim(-1), rows = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
   Tensor rstd = Tensor::empty({rows});
-  const float *px = x.data(), *pw = w.data();
+  const Tensor wc = compute_value(w);  // bf16 values under bf16
+  const float *px = x.data(), *pw = wc.data();
   float *py = y.data(), *pr = rstd.data();
 #pragma omp parallel for if (rows > 64)
   for (int64_t r = 0; r < rows; ++r) {
@@ -110,10 +113,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
 #pragma omp simd
     for (int64_t j = 0; j < D; ++j) py[r * D + j] = xr[j] * s * pw[j];
   }
-  return record(y, "rms_norm", {x, w}, [x, w, rstd, D, rows](const Tensor& gy) {
+  return record(y, "rms_norm", {x, w}, [x, wc, rstd, D, rows](const Tensor& gy) {
     Tensor gx = Tensor::empty(x.shape());
     ThreadPartials gw(D);
-    const float *px = x.data(), *pw = w.data(), *g = gy.data(), *pr = rstd.data();
+    const float *px = x.data(), *pw = wc.data(), *g = gy.data(), *pr = rstd.data();
     float* ox = gx.data();
 #pragma omp parallel
     {

@@ -353,6 +353,26 @@ void ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> ou
 CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   return start_if(plan_all_gather(g, in, out, a));
 }
+
+namespace {
+// A bf16 span as the floats its bit pairs fill.
+std::span<const float> as_floats(std::span<const Bf16> v) {
+  SL_ASSERT(v.size() % 2 == 0, "a bf16 collective needs an even count, got " + std::to_string(v.size()));
+  return {reinterpret_cast<const float*>(v.data()), v.size() / 2};
+}
+std::span<float> as_floats(std::span<Bf16> v) {
+  SL_ASSERT(v.size() % 2 == 0, "a bf16 collective needs an even count, got " + std::to_string(v.size()));
+  return {reinterpret_cast<float*>(v.data()), v.size() / 2};
+}
+}  // namespace
+
+void all_gather(const AxisGroup& g, std::span<const Bf16> in, std::span<Bf16> out, Algorithm a) {
+  all_gather(g, as_floats(in), as_floats(out), a);
+}
+
+CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const Bf16> in, std::span<Bf16> out, Algorithm a) {
+  return all_gather_async(g, as_floats(in), as_floats(out), a);
+}
 CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float> in, std::span<float> out,
                                       Algorithm a) {
   return start_if(plan_reduce_scatter(g, in, out, a));

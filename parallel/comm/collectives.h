@@ -38,6 +38,7 @@
 #include <memory>
 #include <span>
 
+#include "framework/ops/bf16.h"
 #include "parallel/comm/collective_types.h"
 #include "parallel/comm/mesh.h"
 
@@ -82,6 +83,14 @@ CollectiveHandle all_to_all_async(const AxisGroup& group, std::span<const float>
                                   Algorithm algorithm = Algorithm::kAuto);
 CollectiveHandle ppermute_async(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
                                 Algorithm algorithm = Algorithm::kAuto);
+
+// all_gather of bf16 values (parameters gathered in a bf16 precision policy): half the
+// bytes of fp32 on every link. The values travel bit for bit, two to a float, so `in`
+// must hold an even count (pad it); the trace counts the bytes that travel.
+void all_gather(const AxisGroup& group, std::span<const Bf16> in, std::span<Bf16> out,
+                Algorithm algorithm = Algorithm::kAuto);
+CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const Bf16> in, std::span<Bf16> out,
+                                  Algorithm algorithm = Algorithm::kAuto);
 
 // Point-to-point on one axis; `tag` tells apart several messages in flight between the
 // same pair (0 <= tag < kFirstScheduleTag).

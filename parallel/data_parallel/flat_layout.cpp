@@ -14,7 +14,8 @@ FlatLayout::FlatLayout(const std::vector<Param>& params, int shards) : shards_(s
     entries_.push_back({p.name, p.tensor, numel_, p.tensor.numel(), p.decay});
     numel_ += p.tensor.numel();
   }
-  padded_ = (numel_ + shards - 1) / shards * shards;
+  // Whole pairs per shard: a shard gathered in bf16 travels as floats (collectives.h).
+  padded_ = (numel_ + 2 * shards - 1) / (2 * shards) * (2 * shards);
 }
 
 void FlatLayout::pack_params(std::span<float> flat) const {

@@ -1,5 +1,5 @@
 // FlatLayout: a group of parameters laid end to end in one flat float buffer, padded to
-// a multiple of the shard count, so that one collective moves the whole group and rank r
+// a multiple of twice the shard count (every shard an even count, for bf16 gathers), so that one collective moves the whole group and rank r
 // of S owns the contiguous slice [r * P / S, (r + 1) * P / S) of the P padded elements.
 //
 // It is the unit of every data-parallel strategy: a DP / ZeRO-1/2 gradient bucket, or an
@@ -40,7 +40,7 @@ class FlatLayout {
 
   const std::vector<FlatEntry>& entries() const { return entries_; }
   int64_t numel() const { return numel_; }      // real elements
-  int64_t padded() const { return padded_; }    // multiple of shards()
+  int64_t padded() const { return padded_; }    // multiple of 2 shards()
   int shards() const { return shards_; }
   int64_t shard_size() const { return padded_ / shards_; }
   std::pair<int64_t, int64_t> slice(int rank) const { return {slice_begin(rank), slice_end(rank)}; }

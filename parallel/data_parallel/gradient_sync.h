@@ -33,6 +33,7 @@
 #include <string>
 
 #include "framework/checkpoint.h"
+#include "framework/precision.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/model_shards.h"
@@ -48,6 +49,9 @@ struct DataParallelConfig {
   bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
                                       // forward (false: keep them until its backward, no regather)
   uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
+  DType param_dtype = DType::kF32;  // what parameter all_gathers carry (ZeRO-1/2 after the update,
+                                    // ZeRO-3 before each block); parallelize() sets it to the
+                                    // precision policy's compute dtype
 };
 
 // What the model-parallel strategies parallelize() applied first did to the parameters,

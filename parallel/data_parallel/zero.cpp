@@ -46,17 +46,21 @@ class ZeroDataParallel : public GradientSync {
   // This rank's averaged gradients of bucket b: all of it (stage 1) or its slice (stage 2),
   // with the element range [lo, hi) of the bucket they cover; empty before they are reduced.
   std::span<float> gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const;
+  // The whole bucket's parameters with every slice its owner's fp32 master: under a bf16
+  // policy the others' slices this rank holds are their bf16 values (finish_step).
+  Tensor gather_masters(const FlatLayout& layout) const;
 
   DataAxes axes_;
   std::set<std::string> experts_;
   int stage_;
+  DType param_dtype_;  // what the parameter all_gather after the update carries
   GradientBuckets buckets_;
   ParamIO io_;
 };
 
 ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
                                    const ModelSplit& split)
-    : axes_(DataAxes::of(mesh)), experts_(split.expert_parameters), stage_(c.zero),
+    : axes_(DataAxes::of(mesh)), experts_(split.expert_parameters), stage_(c.zero), param_dtype_(c.param_dtype),
       // Stage 1 all-reduces over every data rank, but pads to the shard group, whose slices
       // the optimizer state follows.
       buckets_(zero_groups(model.parameters(), c.zero, split.expert_parameters, axes_), c.bucket_mb, axes_.shard->size(),
@@ -104,6 +108,9 @@ optim::ParamViews ZeroDataParallel::local_parameters() {
   return views;
 }
 
+// Every rank sends the slice it updated. Under a bf16 policy it travels as bf16 (half the
+// bytes): the other slices then hold the bf16 values every layout computes with
+// (ops/bf16.h, compute_value), and this rank's slice keeps its fp32 master.
 void ZeroDataParallel::finish_step() {
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;
@@ -113,18 +120,43 @@ void ZeroDataParallel::finish_step() {
     Tensor full = Tensor::empty({layout.padded()});
     layout.pack_params(full.span());
     Tensor gathered = Tensor::empty({layout.padded()});
-    blocking([&] { all_gather(*axes_.shard, full.span().subspan(mine_lo, mine_hi - mine_lo), gathered.span()); });
+    const std::span<const float> mine = full.span().subspan(mine_lo, mine_hi - mine_lo);
+    if (param_dtype_ == DType::kBF16) {
+      const Bf16Array sent = Bf16Array::of(mine.data(), static_cast<int64_t>(mine.size()));
+      Bf16Array received(layout.padded());
+      blocking([&] {
+        all_gather(*axes_.shard, std::span<const Bf16>(sent.data(), mine.size()),
+                   std::span<Bf16>(received.data(), static_cast<size_t>(layout.padded())));
+      });
+      received.to_float(gathered.data());
+      std::copy(mine.begin(), mine.end(), gathered.data() + mine_lo);  // the master stays fp32
+    } else {
+      blocking([&] { all_gather(*axes_.shard, mine, gathered.span()); });
+    }
     layout.unpack_params(gathered.span());
   }
+}
+
+Tensor ZeroDataParallel::gather_masters(const FlatLayout& layout) const {
+  const int rank = axes_.shard->rank();
+  MemoryScope scope(MemoryCategory::Communication);
+  Tensor full = Tensor::empty({layout.padded()});
+  layout.pack_params(full.span());
+  if (param_dtype_ != DType::kBF16) return full;
+  Tensor gathered = Tensor::empty({layout.padded()});
+  all_gather(*axes_.shard, full.span().subspan(layout.slice_begin(rank), layout.shard_size()), gathered.span());
+  return gathered;
 }
 
 void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;
+    const Tensor masters = gather_masters(layout);  // collective over the shard group under bf16
     if (writes) {
       for (const FlatEntry& e : layout.entries()) {
-        io_.write(writer, "params/" + e.name, e.name, e.param.shape(), e.param.span());
+        io_.write(writer, "params/" + e.name, e.name, e.param.shape(),
+                  std::span<const float>(masters.data() + e.offset, static_cast<size_t>(e.numel)));
       }
     }
     save_sharded_state(*axes_.shard, layout, optimizer, io_, writes, writer);
@@ -188,8 +220,8 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   for (size_t i = 0; i < buckets.size(); ++i) replica(i);
   add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   for (size_t i = 0; i < buckets.size(); ++i) {
-    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather, buckets[i].layout.padded() * kBytesPerFloat,
-                             "params bucket " + std::to_string(i)});
+    add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather,
+                             buckets[i].layout.padded() * dtype_bytes(c.param_dtype), "params bucket " + std::to_string(i)});
   }
   return plan;
 }

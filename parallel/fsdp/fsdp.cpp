@@ -22,7 +22,8 @@ struct Unit {
   int64_t experts_from;           // flat offset where expert-parallel experts begin (they come last)
   Tensor shard;                   // this rank's slice of the parameters: the only persistent copy
   std::shared_ptr<Storage> full;  // the gathered parameters, while present
-  CollectiveHandle gathering;     // an all_gather into `full` still in flight
+  CollectiveHandle gathering;     // an all_gather into `full` (or `wire`) still in flight
+  Bf16Array shard_wire, wire;     // a bf16 policy's gather: the shard sent and the unit received, in bf16
   bool bound = false;             // parameters point into `full`
   Tensor grad_flat, grad_slice;
   CollectiveHandle reducing;
@@ -66,6 +67,7 @@ class FullyShardedDataParallel : public GradientSync {
   bool hold_full_ = false;
   bool reshard_after_forward_;
   bool overlap_;  // prefetch gathers and reduce during backward (else each when needed, at the end)
+  DType param_dtype_;  // what the parameter gathers carry
   ParamIO io_;
 };
 
@@ -112,6 +114,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
                                                    const DataParallelConfig& config, const ModelSplit& split)
     : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
       overlap_(config.overlap),
+      param_dtype_(config.param_dtype),
       io_(split.shards) {
   const int rank = axes_.shard->rank();
   for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), split.expert_parameters)) {
@@ -153,26 +156,43 @@ FullyShardedDataParallel::~FullyShardedDataParallel() {
   for (auto& block : model_.blocks) block->clear_forward_hooks();
 }
 
+// Under a bf16 policy the shard travels as bf16 (half the bytes) and is widened into
+// `full` once it has arrived: the parameters then hold exactly the bf16 values a layout
+// holding them in fp32 computes with (ops/bf16.h, compute_value).
 void FullyShardedDataParallel::start_gather(Unit& u) {
-  if (u.full) return;
-  {
-    MemoryScope scope(MemoryCategory::Communication);
-    u.full = std::make_shared<Storage>(u.layout.padded());
+  if (u.full || u.wire.defined()) return;
+  MemoryScope scope(MemoryCategory::Communication);
+  if (param_dtype_ == DType::kBF16) {
+    u.shard_wire = Bf16Array::of(u.shard.data(), u.shard.numel());
+    u.wire = Bf16Array(u.layout.padded());
+    u.gathering = all_gather_async(*axes_.shard, std::span<const Bf16>(u.shard_wire.data(), u.shard_wire.numel()),
+                                   std::span<Bf16>(u.wire.data(), u.wire.numel()));
+    return;
   }
+  u.full = std::make_shared<Storage>(u.layout.padded());
   u.gathering = all_gather_async(*axes_.shard, u.shard.span(), {u.full->data(), static_cast<size_t>(u.layout.padded())});
 }
 
 void FullyShardedDataParallel::ensure_gathered(Unit& u) {
   start_gather(u);
   blocking([&] { u.gathering.wait(); });
+  if (u.wire.defined()) {
+    MemoryScope scope(MemoryCategory::Communication);
+    u.full = std::make_shared<Storage>(u.layout.padded());
+    u.wire.to_float(u.full->data());
+    u.wire = Bf16Array();
+    u.shard_wire = Bf16Array();
+  }
   if (u.bound) return;
   for (const FlatEntry& e : u.layout.entries()) Tensor(e.param).share_storage(u.full, e.offset);
   u.bound = true;
 }
 
 void FullyShardedDataParallel::release(Unit& u) {
-  if (hold_full_ || !u.full) return;
+  if (hold_full_ || !(u.full || u.wire.defined())) return;
   u.gathering.wait();
+  u.wire = Bf16Array();
+  u.shard_wire = Bf16Array();
   for (const FlatEntry& e : u.layout.entries()) Tensor(e.param).release_storage();
   u.full.reset();
   u.bound = false;
@@ -317,7 +337,7 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   // the step's first gathers (root, block 0 forward, the last block again for backward)
   // and its last reductions (block 0, root) have nothing left to overlap.
   const auto gather = [&](size_t i, const char* when, Hides hides) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * kBytesPerFloat,
+    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * dtype_bytes(config.param_dtype),
                              i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when, hides});
   };
   const auto reduce = [&](size_t i) {

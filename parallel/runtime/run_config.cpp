@@ -101,6 +101,19 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
           .seed = seed};
 }
 
+parallel::ParallelConfig RunConfig::parallel() const {
+  PrecisionPolicy policy;
+  policy.compute = parse_dtype(precision, "--precision");
+  policy.reduce = parse_dtype(reduce_dtype, "--reduce-dtype");
+  return {.data = data_parallel(),
+          .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},
+          .pipeline = {.schedule = parallel::parse_schedule_kind(pp_schedule),
+                       .virtual_stages = pp_virtual,
+                       .microbatches = grad_accum,
+                       .layers = pp_layers},
+          .precision = policy};
+}
+
 optim::OptimizerConfig RunConfig::optimizer_config() const {
   return {.name = optimizer,
           .adamw = {.beta1 = static_cast<float>(adam_beta1),

@@ -80,14 +80,9 @@ struct RunConfig {
   parallel::DataParallelConfig data_parallel() const;
   // --optimizer and its options, for optim::make_optimizer over the strategy's parameters.
   optim::OptimizerConfig optimizer_config() const;
-  parallel::ParallelConfig parallel() const {
-    return {.data = data_parallel(),
-            .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},
-            .pipeline = {.schedule = parallel::parse_schedule_kind(pp_schedule),
-                         .virtual_stages = pp_virtual,
-                         .microbatches = grad_accum,
-                         .layers = pp_layers}};
-  }
+  // The precision's dtypes come from --precision and --reduce-dtype; the bf16 matmul path,
+  // a property of the machine, from choose_precision (precision_choice.h).
+  parallel::ParallelConfig parallel() const;
   // The watchdog's timeout: --collective-timeout when given; else 300 s until a step has
   // been timed (first_step_seconds 0), then 10x that step plus 30 s.
   double watchdog_timeout(double first_step_seconds) const;

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# train_precision_parallel.sh TRAIN_GPT CKPT_COMPARE MPIEXEC...: under --precision bf16 the parameter
+# all_gathers carry bf16 -- ZeRO-3's before each block, ZeRO-1's after the update -- so a
+# training step's all_gather bytes, traced on rank 0, are exactly half of the fp32 run's,
+# while gradients are still reduced in fp32 (its reduce_scatter and all_reduce bytes are
+# equal). A step's bytes are a 3-step run's minus a 2-step run's: the checkpoint written at
+# the end gathers fp32 masters in both precisions. The dry run plans the same halving.
+# And a ZeRO-1 checkpoint holds the fp32 masters, not the bf16 values the ranks hold of
+# each other's slices: its parameters match a single process's bf16 run within 1e-4 of
+# each tensor's largest magnitude (a slice saved as bf16 would be off by up to 2^-9).
+set -euo pipefail
+train=$1 compare=$2; shift 2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --eval-every 0 --eval-batches 1
+        --eval-problems 0 --metrics "" --ckpt-dir "$dir")
+# bytes FILE OP: rank 0's traced bytes of OP in a Chrome trace.
+bytes() { grep -o "\"name\":\"$2\",[^}]*\"pid\":0,[^}]*\"bytes\":[0-9]*" "$1" | grep -o '"bytes":[0-9]*$' | cut -d: -f2 | awk '{s += $1} END {print s + 0}'; }
+# planned FILE: the dry run's total all_gather bytes on data (its "all_gather" rows).
+mpiexec=("$@")
+# step_bytes ZERO PRECISION OP: rank 0's traced bytes of OP in one training step (the runs
+# are made once per ZERO and PRECISION).
+step_bytes() {
+  local run="$dir/z$1_$2"
+  if [ ! -f "${run}_3.json" ]; then
+    for steps in 2 3; do
+      "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --steps $steps --zero "$1" --precision "$2" --trace "${run}_$steps.json" > /dev/null
+    done
+  fi
+  echo $(( $(bytes "${run}_3.json" "$3") - $(bytes "${run}_2.json" "$3") ))
+}
+for zero in 3 1; do
+  gf=$(step_bytes $zero fp32 all_gather); gb=$(step_bytes $zero bf16 all_gather)
+  [ "$gf" -gt 0 ] && [ "$gf" -eq $((2 * gb)) ] ||
+    { echo "FAIL: ZeRO-$zero all_gather bytes per step fp32 $gf, bf16 $gb: not half"; exit 1; }
+  for op in reduce_scatter all_reduce; do
+    rf=$(step_bytes $zero fp32 $op); rb=$(step_bytes $zero bf16 $op)
+    [ "$rf" -eq "$rb" ] || { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, bf16 $rb: gradients must stay fp32"; exit 1; }
+  done
+  echo "ok: ZeRO-$zero all_gather bytes per step fp32 $gf, bf16 $gb; gradient reductions equal"
+done
+# The dry run plans the same halving: the planned bytes of its all_gather rows.
+planned() { awk '$3 == "all_gather" {s += $4} END {print s + 0}' "$1"; }
+for p in fp32 bf16; do
+  "$@" -n 2 "$train" "${common[@]}" --steps 2 --zero 3 --precision $p --dry-run > "$dir/plan_$p.txt"
+done
+pf=$(planned "$dir/plan_fp32.txt"); pb=$(planned "$dir/plan_bf16.txt")
+[ "$pf" -gt 0 ] && [ "$pf" -eq $((2 * pb)) ] || { echo "FAIL: the dry runs plan $pf and $pb all_gather bytes"; exit 1; }
+echo "ok: the dry run plans $pf all_gather bytes in fp32, $pb in bf16"
+"$train" "${common[@]}" --mesh data=1 --steps 3 --precision bf16 --ckpt-dir "$dir/one" > /dev/null
+"$@" -n 2 "$train" "${common[@]}" --steps 3 --zero 1 --precision bf16 --ckpt-dir "$dir/zero1" > /dev/null
+"$compare" "$dir/one/ckpt_000003.h5" "$dir/zero1/ckpt_000003.h5" params/ 1e-4
