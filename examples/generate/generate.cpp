@@ -6,9 +6,16 @@
 //   mpirun -n 2 generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --mesh tensor=2
 //   generate --ckpt runs/ckpt_002000.h5 --prompts prompts.txt        (one prompt per line, one batch)
 //   generate --ckpt runs/ckpt_002000.h5 --max-new 500 --sliding-window (past the context)
+//   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --precision bf16  (bf16 matmuls)
 //
-// The text goes to stdout; the measured prefill and per-token decode latency, with the
-// cost model's prediction on the calibrated local profile beside them, to stderr.
+// Under --precision bf16 every matmul multiplies bf16 operands with fp32 accumulation
+// (framework/precision.h), and the weights' bf16 copies are made once after loading
+// (framework/ops/compute_copies.h), so decoding a token reads 2 bytes per parameter on the
+// native path rather than converting the fp32 weights again.
+//
+// The text goes to stdout; to stderr, the precision each part ran in and the measured
+// prefill and per-token decode latency, with the cost model's prediction on the calibrated
+// local profile beside them.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +24,8 @@
 #include <cxxopts.hpp>
 
 #include "framework/error.h"
+#include "framework/memory.h"
+#include "framework/ops/compute_copies.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/cost/hardware/hardware.h"
@@ -24,6 +33,7 @@
 #include "parallel/layout.h"
 #include "parallel/parallelize.h"
 #include "parallel/runtime/local_profile.h"
+#include "parallel/runtime/precision_choice.h"
 #include "parallel/runtime/sampling.h"
 #include "parallel/runtime/training_state.h"
 
@@ -32,8 +42,10 @@ using namespace shardlab;
 namespace {
 
 // One line on stderr: prefill and decode, measured, and predicted by the cost model on the
-// calibrated `local` profile (weights and KV in fp32, over `chips` ranks, batch as run).
-void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& config, int chips) {
+// calibrated `local` profile (over `chips` ranks, batch as run; the KV cache and activations
+// in fp32, the weights in the dtype the matmuls read: bf16 on the native bf16 path).
+void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& config, int chips,
+                    const PrecisionPolicy& policy) {
   const double decode_ms = t.decode_steps > 0 ? 1e3 * t.decode_seconds / t.decode_steps : 0.0;
   const long long B = t.batch;
   std::fprintf(stderr,
@@ -51,13 +63,27 @@ void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& confi
     return;
   }
   const cost::ServedModel served = cost::served_model(cost::shape_of(config), cost::DType::kFp32);
+  const bool bf16_weights = policy.compute == DType::kBF16 && policy.matmul == Bf16Matmul::kNative;
   const cost::InferenceConfig prefill{.batch = t.batch, .context = t.prompt_tokens, .chips = chips,
-                                      .weights = cost::DType::kFp32, .activations = cost::DType::kFp32};
+                                      .weights = bf16_weights ? cost::DType::kBf16 : cost::DType::kFp32,
+                                      .activations = cost::DType::kFp32};
   cost::InferenceConfig decode = prefill;
   decode.context = t.prompt_tokens + t.decode_steps / 2;  // the cache's mean length while decoding
   std::fprintf(stderr, ", measured; predicted on the local profile: prefill %.2f ms, decode %.3f ms per step\n",
                1e3 * cost::estimate_prefill(served, prefill, hw).seconds,
                1e3 * cost::estimate_decode(served, decode, hw).step_seconds);
+}
+
+// One line on stderr: what ran in which precision and what the weights' compute copies held.
+void report_precision(const PrecisionPolicy& policy, const ComputeCopies& copies) {
+  std::fprintf(stderr, "precision: %s", policy.describe().c_str());
+  if (copies.tensors() > 0) {
+    std::fprintf(stderr, " | weights multiplied from %s copies made once: %lld tensors, %s, %lld matmul operands",
+                 policy.matmul == Bf16Matmul::kNative ? "bf16" : "bf16-rounded fp32",
+                 static_cast<long long>(copies.tensors()), format_bytes(copies.bytes()).c_str(),
+                 static_cast<long long>(copies.served()));
+  }
+  std::fprintf(stderr, "\n");
 }
 
 // The prompts as token ids: --prompt, or --prompts FILE with one prompt per line (empty
@@ -103,6 +129,10 @@ int run(int argc, char** argv) {
       "collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
       "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))(
       "stop-at-newline", "stop after the first newline")(
+      "precision", "matmul dtype: fp32, or bf16 (bf16 operands, fp32 accumulation)",
+      cxxopts::value<std::string>()->default_value("fp32"))(
+      "bf16-matmul", "bf16 matmul kernels: auto (measured), native (oneDNN's bf16) or rounded (fp32 kernels on "
+      "bf16-rounded operands); SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value("auto"))(
       "mesh", "mesh axes: data=1 (one process) or tensor=N (weights and KV cache split by heads over N ranks)",
       cxxopts::value<std::string>()->default_value("data=1"))("h,help", "print this help");
   cxxopts::ParseResult p;
@@ -125,6 +155,9 @@ int run(int argc, char** argv) {
   }
   if (p.count("prompts") && p.count("prompt")) throw UserError("give --prompt or --prompts FILE, not both");
   const bool sliding = p.count("sliding-window") > 0;
+  const std::string precision = p["precision"].as<std::string>(), bf16_matmul = p["bf16-matmul"].as<std::string>();
+  const DType compute = parse_dtype(precision, "--precision");
+  runtime::check_bf16_matmul_flag(compute, precision, bf16_matmul);
 
   const nn::ModelConfig config = runtime::checkpoint_model_config(path);
   const std::vector<std::vector<int>> prompts = read_prompts(p, config);
@@ -151,6 +184,15 @@ int run(int argc, char** argv) {
   }();
   nn::Transformer& model = *model_owned;
   runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
+  // Collective under bf16: every rank multiplies the same way. Nothing is reduced here.
+  const PrecisionPolicy policy = runtime::choose_precision(compute, DType::kF32, bf16_matmul, mesh);
+  // The matrices (norms' weights and biases never enter a matmul), converted once for the
+  // whole decode: they do not change from here on.
+  std::vector<Tensor> matrices;
+  for (const nn::Parameter& parameter : model.parameters()) {
+    if (parameter.tensor->ndim() >= 2) matrices.push_back(*parameter.tensor);
+  }
+  const ComputeCopies copies(matrices, policy.compute_precision());
 
   const runtime::SampleOptions options{.max_new = max_new,
                                    .temperature = p["temperature"].as<float>(),
@@ -159,7 +201,10 @@ int run(int argc, char** argv) {
                                    .stop_token = p.count("stop-at-newline") ? '\n' : -1,
                                    .sliding_window = sliding};
   runtime::SampleTiming timing;
-  const auto outputs = runtime::sample(model, prompts, options, &timing);  // the same on every rank
+  const auto outputs = [&] {
+    const PrecisionScope scope(policy.compute_precision());
+    return runtime::sample(model, prompts, options, &timing);  // the same on every rank
+  }();
   if (mesh.rank() == 0) {
     for (size_t r = 0; r < prompts.size(); ++r) {
       if (r > 0) std::printf("---\n");  // between the results of a --prompts batch
@@ -168,7 +213,8 @@ int run(int argc, char** argv) {
       std::printf("%s\n", text.c_str());
     }
     std::fflush(stdout);
-    report_latency(timing, config, mesh.size());
+    report_precision(policy, copies);
+    report_latency(timing, config, mesh.size(), policy);
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/compute_copies.h"
 
 namespace shardlab {
 namespace {
@@ -127,7 +128,9 @@ void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& 
 int64_t bf16_matmuls(Bf16Matmul path) { return g_bf16_matmuls[static_cast<int>(path)].load(); }
 
 MatmulOperand::MatmulOperand(const Tensor& x, const ComputePrecision& precision) {
-  if (!precision.bf16()) {
+  if (const MatmulOperand* copy = ComputeCopies::find(x, precision)) {  // a weight converted once
+    *this = *copy;
+  } else if (!precision.bf16()) {
     f32_ = x;
   } else if (precision.matmul == Bf16Matmul::kNative) {
     bf16_ = Bf16Array::of(x.data(), x.numel());

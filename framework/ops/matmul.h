@@ -53,7 +53,8 @@ void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& 
 
 // A matmul operand as a precision multiplies it: the fp32 values themselves (fp32), a bf16
 // copy (bf16, native kernels) or a bf16-rounded fp32 copy (bf16, rounded path). Cheap to
-// copy; it keeps its values alive.
+// copy; it keeps its values alive. A weight with a live ComputeCopies copy
+// (compute_copies.h) takes that copy instead of being converted again.
 class MatmulOperand {
  public:
   MatmulOperand() = default;

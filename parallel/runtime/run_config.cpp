@@ -2,6 +2,7 @@
 
 #include "framework/error.h"
 #include "parallel/comm/watchdog.h"
+#include "parallel/runtime/precision_choice.h"
 
 namespace shardlab::runtime {
 namespace {
@@ -47,12 +48,7 @@ void RunConfig::validate() const {
     throw UserError("--reduce-dtype bf16 is not available yet: gradients are reduced in fp32 (the default, and "
                     "FSDP2's and Megatron's); drop --reduce-dtype");
   }
-  if (bf16_matmul != "auto" && bf16_matmul != "native" && bf16_matmul != "rounded") {
-    throw UserError("--bf16-matmul '" + bf16_matmul + "' must be auto, native or rounded");
-  }
-  if (compute != DType::kBF16 && bf16_matmul != "auto") {
-    throw UserError("--bf16-matmul " + bf16_matmul + " applies to --precision bf16, and this run is " + precision);
-  }
+  check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
   if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");
