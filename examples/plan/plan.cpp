@@ -297,7 +297,8 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
   Json json = profile_json(p);
   json["path"] = out;
   emit(a, json,
-       "measured: GEMM " + human(p.flops_fp32, "FLOP/s") + ", memory " + human(p.hbm_bandwidth, "B/s") +
+       "measured: GEMM " + human(p.flops_fp32, "FLOP/s") + " fp32, " + human(p.flops_bf16, "FLOP/s") +
+           " bf16 (the faster of the bf16 and fp32 kernels), memory " + human(p.hbm_bandwidth, "B/s") +
            ", link " + human(p.ici.bandwidth, "B/s") + " (" + human(p.ici.latency, "s") + " per hop)\nwrote " + out + "\n");
   return 0;
 }

@@ -15,7 +15,9 @@ void check_bf16_matmul_flag(DType compute, const std::string& precision, const s
 }
 
 PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string& bf16_matmul, const parallel::Mesh& mesh) {
-  PrecisionPolicy policy{.compute = compute, .reduce = reduce};
+  PrecisionPolicy policy;
+  policy.compute = compute;
+  policy.reduce = reduce;
   if (policy.compute != DType::kBF16) return policy;
   const Bf16MatmulChoice mine = select_bf16_matmul(bf16_matmul);
   float rounded = mine.path == Bf16Matmul::kRounded ? 1.0f : 0.0f;

@@ -31,11 +31,14 @@ struct CalibrationOptions {
 };
 
 double measure_gemm_flops(int64_t n, double seconds);
+// The same GEMM on bf16 operands through oneDNN's bf16 kernels (fp32 accumulation).
+double measure_bf16_gemm_flops(int64_t n, double seconds);
 
 double measure_memory_bandwidth(double seconds);
 double measure_copy_bandwidth(double seconds);  // one memcpy of 64 MiB: bytes/s
 
-// A full `local` profile: measured figures, bf16 and int8 equal to fp32 (emulated here).
+// A full `local` profile: measured figures; bf16 the faster of the bf16 and fp32 kernels,
+// int8 equal to fp32 (emulated here).
 HardwareProfile calibrate_local(const CalibrationOptions& options);
 
 }  // namespace shardlab::cost

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# precision_bench.sh: one training step (forward, backward, AdamW) in bf16 and fp32, shardlab
+# and PyTorch, alternating in one run, on two shapes: gpt-bench (D 256, 4 layers, T 256,
+# batch 8, V 256) and GPT-2 124M (D 768, 12 layers, 12 heads, V 50257, T 256, batch 4).
+# Per variant: median tokens/s over the rounds, MFU of the measured fp32 FMA peak (the
+# denominator bench_train_step prints), peak RSS (GNU time's maximum resident set), and the
+# ratio to shardlab fp32 measured in the same round. Also DP: train_gpt gpt-bench on 1 and 2
+# ranks in bf16, tokens/s ratio.
+#   bench/precision_bench.sh                       # 2 threads, build/, 3 rounds of gpt-bench
+#   ROUNDS=1 SHAPES=gpt2 bench/precision_bench.sh  # the 124M shape once (about 2 minutes)
+# Needs bench_train_step and train_gpt built in $BUILD_DIR; the PyTorch columns need
+# `apt-get install python3-torch libopenblas0-openmp` (skipped, and said so, without it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+build=${BUILD_DIR:-build}
+threads=${THREADS:-2}
+rounds=${ROUNDS:-3}
+shapes=${SHAPES:-gpt-bench gpt2}
+torch_script=${TORCH_BENCH:-bench/torch_gpt_bench.py}
+have_torch=1
+/usr/bin/python3 -c "import torch" 2> /dev/null || have_torch=0
+log=$(mktemp)
+trap 'rm -f "$log" "$log.out"' EXIT
+
+# shape_flags SHAPE: the PyTorch script's flags (bench_train_step takes the same, but its
+# one-letter model width as -d).
+shape_flags() {
+  case $1 in
+    gpt-bench) echo "--batch 8 --ctx 256 --d 256 --layers 4 --heads 4 --vocab 256 --steps ${STEPS:-8} --warmup 2" ;;
+    gpt2) echo "--batch 4 --ctx 256 --d 768 --layers 12 --heads 12 --vocab 50257 --steps ${STEPS:-3} --warmup 1" ;;
+  esac
+}
+# run NAME COMMAND...: one measurement; appends "shape name tokens/s mfu rss_mb" to the log.
+run() {
+  local name=$1; shift
+  /usr/bin/time -f "rss_kb %M" "$@" > "$log.out" 2>&1 || { echo "FAIL: $name"; tail -5 "$log.out"; exit 1; }
+  awk -v shape="$shape" -v name="$name" '
+    $1 == "median" {tps = $5; mfu = $10}
+    $1 == "rss_kb" {rss = $2 / 1024}
+    END {printf "%s %s %s %s %.0f\n", shape, name, tps, mfu, rss}' "$log.out" | tee -a "$log"
+  grep -h '^dtype' "$log.out" | sed 's/^/    /' || true
+}
+
+for shape in $shapes; do
+  # shellcheck disable=SC2046
+  flags=$(shape_flags "$shape")
+  ours=${flags/--d /-d }
+  for round in $(seq "$rounds"); do
+    echo "== $shape, round $round"
+    # shellcheck disable=SC2086
+    run shardlab-bf16 env OMP_NUM_THREADS="$threads" "$build/bench/bench_train_step" --threads "$threads" $ours --precision bf16
+    # shellcheck disable=SC2086
+    run shardlab-fp32 env OMP_NUM_THREADS="$threads" "$build/bench/bench_train_step" --threads "$threads" $ours
+    if [ $have_torch = 1 ]; then
+      # shellcheck disable=SC2086
+      run torch-fp32 /usr/bin/python3 "$torch_script" --threads "$threads" $flags
+      # shellcheck disable=SC2086
+      run torch-autocast-bf16 /usr/bin/python3 "$torch_script" --threads "$threads" $flags --autocast-bf16
+    fi
+  done
+done
+[ $have_torch = 1 ] || echo "(PyTorch columns skipped: /usr/bin/python3 cannot import torch)"
+
+echo "== data parallel in bf16: train_gpt gpt-bench, 1 and 2 ranks of one thread"
+dp_common=(--model gpt-bench --precision bf16 --batch 16 --steps 12 --warmup 2 --eval-every 0 --eval-batches 1
+           --eval-problems 0 --log-every 1 --threads 1 --ckpt-dir "$(mktemp -d)" --data arithmetic)
+tps() { grep -o '"tokens_per_s": [^,}]*' "$1" | awk '{print $2}' | tail -n +3 | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+OMP_NUM_THREADS=1 "$build/examples/train_gpt" "${dp_common[@]}" --metrics "$log.1" > /dev/null
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 mpirun --oversubscribe --bind-to none -n 2 \
+  "$build/examples/train_gpt" "${dp_common[@]}" --mesh data=2 --metrics "$log.2" > /dev/null
+one=$(tps "$log.1"); two=$(tps "$log.2")
+awk -v a="$one" -v b="$two" 'BEGIN {printf "  1 rank %.0f tokens/s, 2 ranks %.0f tokens/s: %.2fx\n", a, b, b / a}'
+rm -f "$log.1" "$log.2"
+
+echo "== summary: medians over $rounds round(s), $threads threads (MFU of the fp32 FMA peak; ratio to shardlab fp32)"
+printf "  %-10s %-20s %12s %7s %9s %8s\n" shape variant tokens/s MFU% "RSS MiB" ratio
+for shape in $shapes; do
+  base=$(awk -v s="$shape" '$1 == s && $2 == "shardlab-fp32" {print $3}' "$log" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  for name in shardlab-bf16 shardlab-fp32 torch-fp32 torch-autocast-bf16; do
+    awk -v s="$shape" -v n="$name" '$1 == s && $2 == n' "$log" | sort -k3 -g |
+      awk -v s="$shape" -v n="$name" -v base="$base" '{t[NR] = $3; m[NR] = $4; r[NR] = $5}
+        END {if (NR == 0) exit; k = int((NR + 1) / 2); printf "  %-10s %-20s %12.0f %7s %9s %8.2f\n", s, n, t[k], m[k], r[k], t[k] / base}'
+  done
+done
