@@ -74,16 +74,23 @@ int64_t bf16_matmuls(Bf16Matmul path);
 struct Bf16MatmulChoice {
   Bf16Matmul path = Bf16Matmul::kRounded;
   bool cpu_flag = false;        // avx512_bf16 or amx_bf16 in /proc/cpuinfo
-  double bf16_gflops = 0.0;     // measured GEMM rates on this thread team (0: not measured)
+  double bf16_gflops = 0.0;     // measured matmul rates on this thread team (0: not measured)
   double fp32_gflops = 0.0;
   std::string reason;           // one line for the run header
 };
 
-// `requested`: "auto" (measure: native only where the CPU has bf16 instructions and its
-// bf16 GEMM beats fp32's by 10%), "native" or "rounded"; the environment variable
+// What the matmuls of a run look like, for measuring which path is faster.
+enum class Bf16Workload {
+  kTraining,  // compute-bound GEMMs: a 512 x 512 x 512 product
+  kDecoding,  // memory-bound: 8 rows against a 4096 x 4096 weight (64 MiB in fp32) held as
+              // the path holds it (bf16 copies, framework/ops/compute_copies.h, or fp32)
+};
+
+// `requested`: "auto" (measure `workload`: native only where the CPU has bf16 instructions
+// and its bf16 matmul beats fp32's by 10%), "native" or "rounded"; the environment variable
 // SHARDLAB_BF16_MATMUL overrides it (the tests force both paths on any machine).
 // UserError for anything else.
-Bf16MatmulChoice select_bf16_matmul(const std::string& requested);
+Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload workload = Bf16Workload::kTraining);
 
 // True when /proc/cpuinfo lists avx512_bf16 or amx_bf16.
 bool cpu_has_bf16_instructions();

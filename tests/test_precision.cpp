@@ -232,6 +232,12 @@ TEST_CASE("the bf16 matmul path can be forced, and the environment overrides the
   } else {
     CHECK(chosen.path == Bf16Matmul::kRounded);
   }
+  // Decoding measures a weight-streaming matmul instead: the choice follows its rates.
+  const Bf16MatmulChoice decoding = select_bf16_matmul("auto", Bf16Workload::kDecoding);
+  if (decoding.cpu_flag) {
+    CHECK((decoding.path == Bf16Matmul::kNative) == (decoding.bf16_gflops > 1.1 * decoding.fp32_gflops));
+    CHECK(decoding.reason.find("decode-shaped") != std::string::npos);
+  }
   setenv("SHARDLAB_BF16_MATMUL", "rounded", 1);
   CHECK(select_bf16_matmul("native").path == Bf16Matmul::kRounded);
   setenv("SHARDLAB_BF16_MATMUL", "fast", 1);

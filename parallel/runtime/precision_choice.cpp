@@ -14,18 +14,19 @@ void check_bf16_matmul_flag(DType compute, const std::string& precision, const s
   }
 }
 
-PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string& bf16_matmul, const parallel::Mesh& mesh) {
+PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string& bf16_matmul, const parallel::Mesh& mesh,
+                                 Bf16Workload workload) {
   PrecisionPolicy policy;
   policy.compute = compute;
   policy.reduce = reduce;
   if (policy.compute != DType::kBF16) return policy;
-  const Bf16MatmulChoice mine = select_bf16_matmul(bf16_matmul);
+  const Bf16MatmulChoice mine = select_bf16_matmul(bf16_matmul, workload);
   float rounded = mine.path == Bf16Matmul::kRounded ? 1.0f : 0.0f;
   parallel::all_reduce(mesh.all(), {&rounded, 1}, parallel::ReduceOp::kMax);
   policy.matmul = rounded > 0 ? Bf16Matmul::kRounded : Bf16Matmul::kNative;
   policy.matmul_reason = policy.matmul == mine.path ? mine.reason
                                                     : "fp32 kernels on bf16-rounded operands: another rank's CPU runs bf16 "
-                                                      "GEMMs no faster than fp32 (this rank: " + mine.reason + ")";
+                                                      "matmuls no faster than fp32 (this rank: " + mine.reason + ")";
   return policy;
 }
 

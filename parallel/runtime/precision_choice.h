@@ -18,7 +18,9 @@ namespace shardlab::runtime {
 void check_bf16_matmul_flag(DType compute, const std::string& precision, const std::string& bf16_matmul);
 
 // Collective over the whole mesh when `compute` is bf16 (each rank measures its CPU).
-PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string& bf16_matmul, const parallel::Mesh& mesh);
+// `workload`: what `auto` measures (training's GEMMs, or decoding's weight streaming).
+PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string& bf16_matmul, const parallel::Mesh& mesh,
+                                 Bf16Workload workload = Bf16Workload::kTraining);
 // The same for a validated training run.
 PrecisionPolicy choose_precision(const RunConfig& run, const parallel::Mesh& mesh);
 
