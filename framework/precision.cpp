@@ -63,8 +63,8 @@ PrecisionScope::PrecisionScope(ComputePrecision precision) : previous_(t_precisi
 PrecisionScope::~PrecisionScope() { t_precision = previous_; }
 
 std::string PrecisionPolicy::describe() const {
-  std::string s = std::string(dtype_name(compute)) + " compute, fp32 master weights and optimizer state, gradients reduced in " +
-                  dtype_name(reduce);
+  std::string s = std::string(dtype_name(compute)) + " compute, fp32 master weights and optimizer state, gradients reduced " +
+                  (reduce == DType::kBF16 ? "with bf16 on the wire (fp32 sums)" : "in fp32");
   if (compute == DType::kBF16) s += "; bf16 matmuls: " + matmul_reason;
   return s;
 }

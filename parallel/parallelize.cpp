@@ -26,6 +26,7 @@ PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
 DataParallelConfig data_config(const ParallelConfig& config) {
   DataParallelConfig data = config.data;
   data.param_dtype = config.precision.compute;
+  data.reduce_dtype = config.precision.reduce;
   return data;
 }
 

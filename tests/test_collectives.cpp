@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -105,6 +106,47 @@ TEST_CASE("all_reduce sum and max match native for any size") {
         all_reduce(g, got, op, a);
         CHECK(got == expect);
       }
+    }
+  });
+}
+
+// A bf16 wire (--reduce-dtype bf16): messages travel as bf16, sums are taken in fp32. On
+// small integers every partial sum is a value bf16 holds exactly (|sum| <= 9 x 8 < 256),
+// so the result is native's, bit for bit. On general floats every rank must end with the
+// same all_reduce result, a bf16 value, within the rounding of the hops: each of the at
+// most n - 1 forwarded partial sums and the final one moves by 2^-8 of its magnitude, so
+// |got - exact| <= n 2^-8 sum_ranks |x|.
+TEST_CASE("reductions on a bf16 wire: exact where bf16 holds the sums, identical on every rank") {
+  for_each_group([](const AxisGroup& g, Algorithm a) {
+    const int n = g.size();
+    for (int64_t m : {1, 5, 12}) {
+      std::vector<float> full = pattern(m * n, g.rank(), 2), expect(m), got(m);
+      reduce_scatter(g, full, expect, Algorithm::kNative);
+      reduce_scatter(g, full, got, a, DType::kBF16);
+      CHECK(got == expect);
+    }
+    std::vector<float> expect = pattern(37, g.rank(), 3), got = expect;
+    all_reduce(g, expect, ReduceOp::kSum, Algorithm::kNative);
+    all_reduce(g, got, ReduceOp::kSum, a, DType::kBF16);
+    CHECK(got == expect);
+
+    std::vector<float> x(41), exact(41), magnitude(41);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.37f * static_cast<float>(g.rank() + 1) + 0.011f * static_cast<float>(i) - 0.2f;
+    for (size_t i = 0; i < x.size(); ++i) magnitude[i] = std::abs(x[i]);
+    exact = x;
+    all_reduce(g, exact, ReduceOp::kSum, Algorithm::kNative);
+    all_reduce(g, magnitude, ReduceOp::kSum, Algorithm::kNative);
+    std::vector<float> mine = x, lowest, highest;
+    all_reduce(g, mine, ReduceOp::kSum, a, DType::kBF16);
+    lowest = mine;
+    highest = mine;
+    for (float& v : lowest) v = -v;
+    all_reduce(g, lowest, ReduceOp::kMax, Algorithm::kNative);
+    all_reduce(g, highest, ReduceOp::kMax, Algorithm::kNative);
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK(-lowest[i] == highest[i]);  // every rank holds the same value
+      if (n > 1) CHECK(round_bf16(mine[i]) == mine[i]);  // a size-1 group leaves the buffer as it is
+      CHECK(std::abs(mine[i] - exact[i]) <= n / 256.0 * magnitude[i]);
     }
   });
 }

@@ -5,6 +5,8 @@
 # while gradients are still reduced in fp32 (its reduce_scatter and all_reduce bytes are
 # equal). A step's bytes are a 3-step run's minus a 2-step run's: the checkpoint written at
 # the end gathers fp32 masters in both precisions. The dry run plans the same halving.
+# --reduce-dtype bf16 halves the gradients' reduce_scatter (ZeRO-3) and all_reduce (DP)
+# bytes in the same way (the gradient norm's 4-byte all_reduce stays fp32).
 # And a ZeRO-1 checkpoint holds the fp32 masters, not the bf16 values the ranks hold of
 # each other's slices: its parameters match a single process's bf16 run within 1e-4 of
 # each tensor's largest magnitude (a slice saved as bf16 would be off by up to 2^-9).
@@ -18,13 +20,15 @@ common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --eval-every 0 --ev
 bytes() { grep -o "\"name\":\"$2\",[^}]*\"pid\":0,[^}]*\"bytes\":[0-9]*" "$1" | grep -o '"bytes":[0-9]*$' | cut -d: -f2 | awk '{s += $1} END {print s + 0}'; }
 # planned FILE: the dry run's total all_gather bytes on data (its "all_gather" rows).
 mpiexec=("$@")
-# step_bytes ZERO PRECISION OP: rank 0's traced bytes of OP in one training step (the runs
-# are made once per ZERO and PRECISION).
+# step_bytes ZERO PRECISION OP [REDUCE]: rank 0's traced bytes of OP in one training step
+# with --reduce-dtype REDUCE (default fp32); the runs are made once per setting.
 step_bytes() {
-  local run="$dir/z$1_$2"
+  local reduce=${4:-fp32}
+  local run="$dir/z$1_$2_$reduce"
   if [ ! -f "${run}_3.json" ]; then
     for steps in 2 3; do
-      "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --steps $steps --zero "$1" --precision "$2" --trace "${run}_$steps.json" > /dev/null
+      "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --steps $steps --zero "$1" --precision "$2" --reduce-dtype "$reduce" \
+          --trace "${run}_$steps.json" > /dev/null
     done
   fi
   echo $(( $(bytes "${run}_3.json" "$3") - $(bytes "${run}_2.json" "$3") ))
@@ -38,6 +42,16 @@ for zero in 3 1; do
     [ "$rf" -eq "$rb" ] || { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, bf16 $rb: gradients must stay fp32"; exit 1; }
   done
   echo "ok: ZeRO-$zero all_gather bytes per step fp32 $gf, bf16 $gb; gradient reductions equal"
+done
+# --reduce-dtype bf16: the gradients' reduce_scatter (ZeRO-3) and all_reduce (DP) carry
+# half the bytes; the gradient norm's 4-byte all_reduce stays fp32.
+for zero in 3 0; do
+  op=$([ $zero = 3 ] && echo reduce_scatter || echo all_reduce)
+  norm=$([ $zero = 3 ] && echo 0 || echo 4)  # ZeRO-3's norm is an all_reduce too, but not of this op
+  rf=$(step_bytes $zero fp32 $op); rb=$(step_bytes $zero fp32 $op bf16)
+  [ "$rf" -gt "$norm" ] && [ $((rf - norm)) -eq $((2 * (rb - norm))) ] ||
+    { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, --reduce-dtype bf16 $rb: not half"; exit 1; }
+  echo "ok: ZeRO-$zero gradient $op bytes per step fp32 $rf, --reduce-dtype bf16 $rb"
 done
 # The dry run plans the same halving: the planned bytes of its all_gather rows.
 planned() { awk '$3 == "all_gather" {s += $4} END {print s + 0}' "$1"; }

@@ -99,7 +99,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   o.add_options("precision")
       ("precision", "fp32, or bf16: bf16 matmul operands with fp32 accumulation; fp32 master weights, optimizer "
        "state, norms, softmax and loss (docs/mixed_precision.md)", cxxopts::value<std::string>()->default_value(r.precision))
-      ("reduce-dtype", "dtype gradients are reduced in: fp32", cxxopts::value<std::string>()->default_value(r.reduce_dtype))
+      ("reduce-dtype", "dtype gradients travel in when they are reduced: fp32, or bf16 (half the bytes; every sum "
+       "still taken in fp32)", cxxopts::value<std::string>()->default_value(r.reduce_dtype))
       ("bf16-matmul", "how bf16 matmuls run: auto (oneDNN's bf16 kernels where this CPU has them and they measure "
        "faster than fp32, else fp32 kernels on bf16-rounded operands), native or rounded; the environment variable "
        "SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value(r.bf16_matmul));

@@ -221,30 +221,40 @@ std::optional<Plan> plan_all_gather(const AxisGroup& g, std::span<const float> i
               [=, &g] { return ring_all_gather(g, in, out, l.algorithm == Algorithm::kBidir); }};
 }
 
+// A bf16 wire's reductions run on the neighbour rings: MPI has no bf16 sum.
+Launch reduction_launch(const AxisGroup& g, CollectiveOp op, int64_t elements, Algorithm a, DType wire) {
+  if (wire != DType::kBF16) return launch(g, op, elements * kBytesPerFloat, a);
+  Launch l = launch(g, op, elements * dtype_bytes(wire), a);
+  if (l.algorithm != Algorithm::kBidir) l.algorithm = Algorithm::kRing;
+  return l;
+}
+
 std::optional<Plan> plan_reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out,
-                                        Algorithm a) {
+                                        Algorithm a, DType wire) {
   if (prepare(g, CollectiveOp::kReduceScatter, in, out)) return std::nullopt;
   const int n = mpi_count(out.size());
-  const Launch l = launch(g, CollectiveOp::kReduceScatter, in.size() * kBytesPerFloat, a);
+  const Launch l = reduction_launch(g, CollectiveOp::kReduceScatter, static_cast<int64_t>(in.size()), a, wire);
+  const bool bf16 = wire == DType::kBF16;
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Reduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Ireduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_reduce_scatter(g, in, out, l.algorithm == Algorithm::kBidir); }};
+              [=, &g] { return ring_reduce_scatter(g, in, out, l.algorithm == Algorithm::kBidir, bf16); }};
 }
 
-std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
+std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
   if (g.size() == 1) return std::nullopt;
   const int n = mpi_count(buffer.size());
   const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
-  const Launch l = launch(g, CollectiveOp::kAllReduce, buffer.size() * kBytesPerFloat, a);
+  const Launch l = reduction_launch(g, CollectiveOp::kAllReduce, static_cast<int64_t>(buffer.size()), a, wire);
+  const bool bf16 = wire == DType::kBF16;
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir); }};
+              [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir, bf16); }};
 }
 
 std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
@@ -337,11 +347,11 @@ void CollectiveHandle::wait() {
 void all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   run_if(plan_all_gather(g, in, out, a));
 }
-void reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
-  run_if(plan_reduce_scatter(g, in, out, a));
+void reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a, DType wire) {
+  run_if(plan_reduce_scatter(g, in, out, a, wire));
 }
-void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
-  run_if(plan_all_reduce(g, buffer, op, a));
+void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
+  run_if(plan_all_reduce(g, buffer, op, a, wire));
 }
 void all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   run_if(plan_all_to_all(g, in, out, a));
@@ -374,11 +384,11 @@ CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const Bf16> in, 
   return all_gather_async(g, as_floats(in), as_floats(out), a);
 }
 CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float> in, std::span<float> out,
-                                      Algorithm a) {
-  return start_if(plan_reduce_scatter(g, in, out, a));
+                                      Algorithm a, DType wire) {
+  return start_if(plan_reduce_scatter(g, in, out, a, wire));
 }
-CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a) {
-  return start_if(plan_all_reduce(g, buffer, op, a));
+CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
+  return start_if(plan_all_reduce(g, buffer, op, a, wire));
 }
 CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   return start_if(plan_all_to_all(g, in, out, a));

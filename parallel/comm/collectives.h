@@ -39,6 +39,7 @@
 #include <span>
 
 #include "framework/ops/bf16.h"
+#include "framework/precision.h"
 #include "parallel/comm/collective_types.h"
 #include "parallel/comm/mesh.h"
 
@@ -64,10 +65,14 @@ class CollectiveHandle {
 
 void all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                 Algorithm algorithm = Algorithm::kAuto);
+// `wire` kBF16 (gradients under --reduce-dtype bf16): the messages travel as bf16, half
+// the bytes, and every sum is taken in fp32 -- each ring hop rounds the partial sum it
+// forwards; all_reduce rounds each reduced chunk before gathering it, so every rank holds
+// the same bf16 values. MPI has no bf16 sum, so these run as ring (auto, native) or bidir.
 void reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                    Algorithm algorithm = Algorithm::kAuto);
+                    Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 void all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
-                Algorithm algorithm = Algorithm::kAuto);
+                Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 void all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                 Algorithm algorithm = Algorithm::kAuto);
 void ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
@@ -76,9 +81,9 @@ void ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float>
 CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                                   Algorithm algorithm = Algorithm::kAuto);
 CollectiveHandle reduce_scatter_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                                      Algorithm algorithm = Algorithm::kAuto);
+                                      Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 CollectiveHandle all_reduce_async(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
-                                  Algorithm algorithm = Algorithm::kAuto);
+                                  Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 CollectiveHandle all_to_all_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                                   Algorithm algorithm = Algorithm::kAuto);
 CollectiveHandle ppermute_async(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,

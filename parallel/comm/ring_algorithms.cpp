@@ -226,8 +226,10 @@ Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std:
   return s;
 }
 
-Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir) {
+Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                             bool bf16_wire) {
   Schedule s(group.context().scratch);
+  s.bf16_wire = bf16_wire;
   const std::vector<const Axis*> axes = active_axes(group);
   const float* src = in.data();
   int64_t total = static_cast<int64_t>(in.size());
@@ -240,14 +242,19 @@ Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, 
   return s;
 }
 
-Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir) {
+Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir, bool bf16_wire) {
   Schedule s(group.context().scratch);
   s.op = op;
+  s.bf16_wire = bf16_wire;
   const int64_t total = static_cast<int64_t>(buffer.size());
   for (const Axis* axis : active_axes(group)) {
-    float* mine = buffer.data() + chunk_range(total, axis->size, axis->coord, Part::kWhole).begin;
+    const Range chunk = chunk_range(total, axis->size, axis->coord, Part::kWhole);
+    float* mine = buffer.data() + chunk.begin;
     append_reduce_scatter(s, group, *axis, buffer.data(), mine, total, bidir);
+    const size_t gather = s.steps.size();
     append_all_gather(s, group, *axis, nullptr, buffer.data(), total, bidir);
+    // The others receive this chunk as bf16: this rank keeps the same values.
+    if (bf16_wire && gather < s.steps.size()) s.steps[gather].roundings.push_back({mine, chunk.count});
   }
   return s;
 }

@@ -40,8 +40,13 @@ int take_collective_tag(const AxisGroup& group, const Axis& axis);
 // all_gather, in.size() == out.size() * group.size() for reduce_scatter, in and out the
 // same size and a multiple of group.size() for all_to_all; out does not overlap in.
 Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
-Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
-Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir);
+// `bf16_wire`: the messages travel as bf16 (Schedule::bf16_wire), sums are taken in fp32;
+// all_reduce rounds each reduced chunk to bf16 before gathering it, so that every rank
+// ends with the same values.
+Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                             bool bf16_wire = false);
+Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir,
+                         bool bf16_wire = false);
 Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
 Schedule ring_ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift, bool bidir);
 

@@ -5,10 +5,25 @@
 #include <utility>
 
 #include "framework/error.h"
+#include "framework/ops/bf16.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 
 namespace shardlab::parallel {
+
+namespace {
+
+// dst = op(a, widened b) elementwise, b bf16 bits.
+void reduce_widened(ReduceOp op, float* dst, const float* a, const uint16_t* b, int64_t count) {
+  const auto wide = [b](int64_t i) { return to_float(Bf16{b[i]}); };
+  if (op == ReduceOp::kSum) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = a[i] + wide(i);
+  } else {
+    for (int64_t i = 0; i < count; ++i) dst[i] = std::max(a[i], wide(i));
+  }
+}
+
+}  // namespace
 
 void reduce_into(ReduceOp op, float* dst, const float* a, const float* b, int64_t count) {
   if (op == ReduceOp::kSum) {
@@ -64,8 +79,12 @@ ScheduleRun::ScheduleRun(Schedule schedule, LinkEmulation& links)
 
 void ScheduleRun::post_step() {
   const Step& step = schedule_.steps[step_];
+  const bool bf16 = schedule_.bf16_wire;
+  for (const Rounding& r : step.roundings) round_bf16(r.data, r.data, r.count);
   copy_all(step.pre_copies);
   requests_.clear();
+  outgoing_.clear();
+  landings_.clear();
   arrivals_.clear();
   next_arrival_ = 0;
   int64_t largest = 0, reducing = 0, widest_part = 0;
@@ -81,7 +100,12 @@ void ScheduleRun::post_step() {
     }
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
-      SL_MPI(MPI_Irecv(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      if (bf16) {
+        Landing& l = landings_.emplace_back(Landing{m.data + begin, std::vector<uint16_t>(static_cast<size_t>(count))});
+        SL_MPI(MPI_Irecv(l.bits.data(), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      } else {
+        SL_MPI(MPI_Irecv(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      }
     }
   }
   // Reducing receives, part by part and recvs in order within a part: the fixed reduction
@@ -111,12 +135,19 @@ void ScheduleRun::post_step() {
     largest = std::max(largest, m.count);
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
-      SL_MPI(MPI_Isend(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      if (bf16) {
+        std::vector<uint16_t>& bits = outgoing_.emplace_back(static_cast<size_t>(count));
+        to_bf16(m.data + begin, reinterpret_cast<Bf16*>(bits.data()), count);
+        SL_MPI(MPI_Isend(bits.data(), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      } else {
+        SL_MPI(MPI_Isend(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      }
     }
   }
   // Each direction of a link is its own wire: the step lasts as long as its largest message.
+  const int64_t element_bytes = bf16 ? 2 : kBytesPerFloat;
   step_seconds_ = largest > 0 && links_.mode() != LinkMode::kOff
-                      ? links_.hop_seconds(step.axis, largest * kBytesPerFloat)
+                      ? links_.hop_seconds(step.axis, largest * element_bytes)
                       : 0.0;
   const int axis[] = {step.axis};
   step_deadline_ = links_.reserve(axis, std::chrono::steady_clock::now(), step_seconds_);
@@ -126,7 +157,10 @@ void ScheduleRun::post_step() {
 void ScheduleRun::post_arrival(size_t index) {
   const Arrival& a = arrivals_[index];
   const size_t slot = index % arrival_slots_;
-  SL_MPI(MPI_Irecv(window_ + static_cast<int64_t>(slot) * window_part_, mpi_count(a.count), MPI_FLOAT, a.peer, a.tag,
+  // A bf16 wire's parts land as bits in the same window (they need half its room).
+  void* part = schedule_.bf16_wire ? static_cast<void*>(reinterpret_cast<uint16_t*>(window_) + slot * window_part_)
+                                   : static_cast<void*>(window_ + static_cast<int64_t>(slot) * window_part_);
+  SL_MPI(MPI_Irecv(part, mpi_count(a.count), schedule_.bf16_wire ? MPI_UINT16_T : MPI_FLOAT, a.peer, a.tag,
                    schedule_.steps[step_].comm, &arrival_requests_[slot]));
 }
 
@@ -143,13 +177,18 @@ bool ScheduleRun::reduce_arrivals(bool block) {
       SL_MPI(MPI_Test(&arrival_requests_[slot], &done, MPI_STATUS_IGNORE));
       if (!done) return false;
     }
-    reduce_into(schedule_.op, a.dst, a.with, window_ + static_cast<int64_t>(slot) * window_part_, a.count);
+    if (schedule_.bf16_wire) {
+      reduce_widened(schedule_.op, a.dst, a.with, reinterpret_cast<uint16_t*>(window_) + slot * window_part_, a.count);
+    } else {
+      reduce_into(schedule_.op, a.dst, a.with, window_ + static_cast<int64_t>(slot) * window_part_, a.count);
+    }
     if (next_arrival_ + arrival_slots_ < arrivals_.size()) post_arrival(next_arrival_ + arrival_slots_);
   }
   return true;
 }
 
 void ScheduleRun::finish_step() {
+  for (const Landing& l : landings_) to_float(reinterpret_cast<const Bf16*>(l.bits.data()), l.dst, static_cast<int64_t>(l.bits.size()));
   copy_all(schedule_.steps[step_].post_copies);
   emulated_ += step_seconds_;
   posted_ = false;

@@ -57,11 +57,18 @@ struct Combine {
   int64_t count;
 };
 
+// A span rounded to bf16 values in place (framework/ops/bf16.h).
+struct Rounding {
+  float* data;
+  int64_t count;
+};
+
 // Both ends of every message must use the same `segment`, so that parts match up.
 struct Step {
   MPI_Comm comm = MPI_COMM_NULL;
   int axis = 0;  // mesh axis index, for the link model
   int64_t segment = 0;              // floats per MPI message; 0 = whole messages
+  std::vector<Rounding> roundings;  // before everything else (a bf16 wire's all_reduce: see Schedule)
   std::vector<Combine> pre_copies;  // dst = src, before the messages are posted
   std::vector<Send> sends;
   std::vector<Recv> recvs;
@@ -87,6 +94,9 @@ class Schedule {
   Schedule& operator=(Schedule&&) = delete;
 
   ReduceOp op = ReduceOp::kSum;
+  // Messages travel as bf16 (half the bytes): each is rounded when sent, and widened when
+  // it arrives, then reduced in fp32. Both ends of every message must agree.
+  bool bf16_wire = false;
   std::vector<Step> steps;
 
   // A buffer of `count` floats held by the schedule until it is destroyed (then back to
@@ -130,6 +140,14 @@ class ScheduleRun {
   size_t step_ = 0;
   bool posted_ = false;
   std::vector<MPI_Request> requests_;  // sends and plain recvs of the current step
+  // A bf16 wire's messages of the current step: what is sent, and plain recvs' landing
+  // places, widened into their floats once the step's requests are done.
+  struct Landing {
+    float* dst;
+    std::vector<uint16_t> bits;
+  };
+  std::deque<std::vector<uint16_t>> outgoing_;
+  std::deque<Landing> landings_;
   // Reducing recvs land part by part in window_: arrival i in slot i % arrival_slots_,
   // each slot window_part_ floats.
   std::vector<Arrival> arrivals_;  // in reduction order

@@ -52,7 +52,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Transformer& model, const M
     : axes_(DataAxes::of(mesh)), params_(model.parameters()), whole_(flat_params(params_), 1), io_(split.shards) {
   if (axes_.all->size() > 1) {
     buckets_.emplace(split_gradient_groups(params_, split.expert_parameters, *axes_.all, *axes_.expert_data), c.bucket_mb,
-                     1, GradientBuckets::kAllReduce, c.overlap, MemoryCategory::Gradients);
+                     1, GradientBuckets::kAllReduce, c.overlap, MemoryCategory::Gradients, c.reduce_dtype);
   }
 }
 
@@ -131,7 +131,7 @@ StepPlan plan_distributed_step(nn::Transformer& model, const Mesh& mesh, const D
   const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, 1);
   for (size_t i = 0; i < buckets.size(); ++i) {
     add_planned(plan, mesh, {groups[buckets[i].group].group->name(), CollectiveOp::kAllReduce,
-                             buckets[i].layout.padded() * kBytesPerFloat, "grads bucket " + std::to_string(i),
+                             buckets[i].layout.padded() * dtype_bytes(c.reduce_dtype), "grads bucket " + std::to_string(i),
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   }
   return plan;

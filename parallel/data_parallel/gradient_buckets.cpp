@@ -43,8 +43,8 @@ std::vector<BucketLayout> gradient_buckets(const std::vector<GradientGroup>& gro
 }
 
 GradientBuckets::GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction,
-                                 bool overlap, MemoryCategory kept)
-    : groups_(std::move(groups)), reduction_(reduction), overlap_(overlap), kept_(kept) {
+                                 bool overlap, MemoryCategory kept, DType wire)
+    : groups_(std::move(groups)), reduction_(reduction), overlap_(overlap), kept_(kept), wire_(wire) {
   for (const GradientGroup& g : groups_) {
     SL_ASSERT(reduction == kAllReduce || shards == g.group->size(), "a reduce-scatter's buckets split over its group");
   }
@@ -80,9 +80,9 @@ void GradientBuckets::launch(Bucket& b) {
   if (reduction_ == kReduceScatter) {
     MemoryScope scope(kept_);
     b.slice = Tensor::empty({b.layout.shard_size()});
-    b.handle = reduce_scatter_async(*groups_[b.group].group, b.flat.span(), b.slice.span());
+    b.handle = reduce_scatter_async(*groups_[b.group].group, b.flat.span(), b.slice.span(), Algorithm::kAuto, wire_);
   } else {
-    b.handle = all_reduce_async(*groups_[b.group].group, b.flat.span());
+    b.handle = all_reduce_async(*groups_[b.group].group, b.flat.span(), ReduceOp::kSum, Algorithm::kAuto, wire_);
   }
   ++in_flight_;
 }

@@ -68,9 +68,10 @@ class GradientBuckets {
 
   // Buckets are padded to a multiple of `shards` (for kReduceScatter, every group's size;
   // for ZeRO-1, the shard group the optimizer state follows). `kept` is what the reduced
-  // gradients count as in the memory tracker.
+  // gradients count as in the memory tracker; `wire` what the reductions carry
+  // (collectives.h: bf16 halves the bytes, sums stay fp32).
   GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction, bool overlap,
-                  MemoryCategory kept);
+                  MemoryCategory kept, DType wire = DType::kF32);
 
   // Whether the coming backward is the one whose gradients are reduced (the last
   // microbatch's); the others only accumulate.
@@ -92,6 +93,7 @@ class GradientBuckets {
   Reduction reduction_;
   bool overlap_;
   MemoryCategory kept_;
+  DType wire_;
   bool sync_ = true;
   int in_flight_ = 0;
   std::vector<std::unique_ptr<Bucket>> buckets_;

@@ -49,6 +49,8 @@ struct DataParallelConfig {
   bool reshard_after_forward = true;  // stage 3: free a block's gathered parameters after its
                                       // forward (false: keep them until its backward, no regather)
   uint64_t seed = 0;            // initialises parameters the model left unallocated (nn::DeferParameters)
+  DType reduce_dtype = DType::kF32;  // what gradient reductions carry (sums in fp32); parallelize()
+                                     // sets it to the precision policy's reduce dtype
   DType param_dtype = DType::kF32;  // what parameter all_gathers carry (ZeRO-1/2 after the update,
                                     // ZeRO-3 before each block); parallelize() sets it to the
                                     // precision policy's compute dtype

@@ -54,6 +54,7 @@ class ZeroDataParallel : public GradientSync {
   std::set<std::string> experts_;
   int stage_;
   DType param_dtype_;  // what the parameter all_gather after the update carries
+  DType reduce_dtype_;  // what the gradient reductions carry
   GradientBuckets buckets_;
   ParamIO io_;
 };
@@ -61,11 +62,12 @@ class ZeroDataParallel : public GradientSync {
 ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, const DataParallelConfig& c,
                                    const ModelSplit& split)
     : axes_(DataAxes::of(mesh)), experts_(split.expert_parameters), stage_(c.zero), param_dtype_(c.param_dtype),
+      reduce_dtype_(c.reduce_dtype),
       // Stage 1 all-reduces over every data rank, but pads to the shard group, whose slices
       // the optimizer state follows.
       buckets_(zero_groups(model.parameters(), c.zero, split.expert_parameters, axes_), c.bucket_mb, axes_.shard->size(),
                c.zero == 2 ? GradientBuckets::kReduceScatter : GradientBuckets::kAllReduce, c.overlap,
-               MemoryCategory::Gradients),
+               MemoryCategory::Gradients, c.reduce_dtype),
       io_(split.shards) {}
 
 std::span<float> ZeroDataParallel::gradients(GradientBuckets::Bucket& b, int64_t& lo, int64_t& hi) const {
@@ -85,7 +87,7 @@ void ZeroDataParallel::finish_gradients() {
     int64_t lo = 0, hi = 0;
     std::span<float> g = gradients(*bucket, lo, hi);
     const AxisGroup* replica = replica_of(bucket->layout, experts_, axes_);
-    if (stage_ == 2 && replica) blocking([&] { all_reduce(*replica, g); });
+    if (stage_ == 2 && replica) blocking([&] { all_reduce(*replica, g, ReduceOp::kSum, Algorithm::kAuto, reduce_dtype_); });
     for (float& x : g) x *= mean;
   }
 }
@@ -204,7 +206,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   StepPlan plan;
   const auto reduce = [&](size_t i) {
     const std::string what = "grads bucket " + std::to_string(i);
-    const int64_t bytes = buckets[i].layout.padded() * kBytesPerFloat;
+    const int64_t bytes = buckets[i].layout.padded() * dtype_bytes(c.reduce_dtype);
     const std::string& group = groups[buckets[i].group].group->name();
     add_planned(plan, mesh, {group, stage2 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, what,
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
@@ -212,7 +214,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   const auto replica = [&](size_t i) {
     const AxisGroup* copies = replica_of(buckets[i].layout, split.expert_parameters, axes);
     if (stage2 && copies) {
-      add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, buckets[i].layout.shard_size() * kBytesPerFloat,
+      add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, buckets[i].layout.shard_size() * dtype_bytes(c.reduce_dtype),
                                "grads bucket " + std::to_string(i) + ", this shard"});
     }
   };

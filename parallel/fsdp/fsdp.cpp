@@ -67,7 +67,8 @@ class FullyShardedDataParallel : public GradientSync {
   bool hold_full_ = false;
   bool reshard_after_forward_;
   bool overlap_;  // prefetch gathers and reduce during backward (else each when needed, at the end)
-  DType param_dtype_;  // what the parameter gathers carry
+  DType param_dtype_;   // what the parameter gathers carry
+  DType reduce_dtype_;  // what the gradient reductions carry
   ParamIO io_;
 };
 
@@ -115,6 +116,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
     : model_(model), axes_(DataAxes::of(mesh)), reshard_after_forward_(config.reshard_after_forward),
       overlap_(config.overlap),
       param_dtype_(config.param_dtype),
+      reduce_dtype_(config.reduce_dtype),
       io_(split.shards) {
   const int rank = axes_.shard->rank();
   for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), split.expert_parameters)) {
@@ -236,7 +238,7 @@ void FullyShardedDataParallel::launch_reduce(Unit& u) {
     MemoryScope scope(MemoryCategory::Gradients);
     u.grad_slice = Tensor::empty({u.layout.shard_size()});
   }
-  u.reducing = reduce_scatter_async(*axes_.shard, u.grad_flat.span(), u.grad_slice.span());
+  u.reducing = reduce_scatter_async(*axes_.shard, u.grad_flat.span(), u.grad_slice.span(), Algorithm::kAuto, reduce_dtype_);
   u.launched = true;
 }
 
@@ -256,7 +258,10 @@ void FullyShardedDataParallel::finish_gradients() {
     // parallelism, the expert axis.
     for_each_replicated_part(u.layout, u.experts_from, axes_.shard->rank(), axes_,
                              [&](const AxisGroup& copies, int64_t offset, int64_t count) {
-                               blocking([&] { all_reduce(copies, u.grad_slice.span().subspan(offset, count)); });
+                               blocking([&] {
+                                 all_reduce(copies, u.grad_slice.span().subspan(offset, count), ReduceOp::kSum,
+                                            Algorithm::kAuto, reduce_dtype_);
+                               });
                              });
     for (float& g : u.grad_slice.span()) g *= mean;
   }
@@ -341,7 +346,7 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
                              i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when, hides});
   };
   const auto reduce = [&](size_t i) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * kBytesPerFloat,
+    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * dtype_bytes(config.reduce_dtype),
                              i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1),
                              i > 1 ? Hides::kBackward : Hides::kNothing});
   };
@@ -366,7 +371,8 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
     const std::string what = (i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1)) + ", this shard";
     for_each_replicated_part(units[i], experts_from(units[i], split.expert_parameters), axes.shard->rank(), axes,
                              [&](const AxisGroup& copies, int64_t, int64_t count) {
-                               add_planned(plan, mesh, {copies.name(), CollectiveOp::kAllReduce, count * kBytesPerFloat, what});
+                               add_planned(plan, mesh, {copies.name(), CollectiveOp::kAllReduce,
+                                                        count * dtype_bytes(config.reduce_dtype), what});
                              });
   }
   add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});

@@ -43,11 +43,7 @@ void RunConfig::validate() const {
     throw UserError("--warmup " + std::to_string(warmup) + " must be 0 or more (or -1 for a tenth of --steps)");
   }
   const DType compute = parse_dtype(precision, "--precision");
-  const DType reduce = parse_dtype(reduce_dtype, "--reduce-dtype");
-  if (reduce == DType::kBF16) {
-    throw UserError("--reduce-dtype bf16 is not available yet: gradients are reduced in fp32 (the default, and "
-                    "FSDP2's and Megatron's); drop --reduce-dtype");
-  }
+  parse_dtype(reduce_dtype, "--reduce-dtype");  // names the choices
   check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
