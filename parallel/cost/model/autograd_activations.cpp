@@ -79,10 +79,13 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   // output projection holds its output's gradient (D), its input's (F) and its weight's
   // gradient (D x F for the whole microbatch) before that is accumulated.
   const double f = static_cast<double>(s.d_ff) / t;
-  // Under bf16 its matmuls also hold copies of the operands they multiply: about as many
-  // again, at the copies' bytes.
-  const double backward_transient = (1.0 + q.matmul_copy_bytes / sizeof(float)) *
-                                    (s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens));
+  // Under bf16 its matmuls also hold copies of the operands they multiply (GELU's: about as
+  // many again; SwiGLU's: one hidden width), at the copies' bytes, and the recomputed
+  // attention its copy of Q, K and V and of its output's gradient.
+  const double copies = q.matmul_copy_bytes / sizeof(float);
+  const double attention_copy = static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t + d;
+  const double mlp = s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens);
+  const double backward_transient = mlp + copies * (s.gated_mlp ? f : mlp) + copies * attention_copy;
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
@@ -125,7 +128,7 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   }
   return {.kept = bytes * per_token * q.in_flight,
           .head = bytes * head + copy,
-          .recompute = recompute > 0 ? bytes * recompute + (q.deferred_weight_gradients ? copy : 0.0) : 0.0,
+          .recompute = bytes * recompute,
           .kept_backward = bytes * per_token,
           .layers = std::max(1.0, q.layers)};
 }

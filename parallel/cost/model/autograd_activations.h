@@ -26,7 +26,11 @@
 // - Under bf16 compute a matmul converts its operands while it runs (framework/ops/matmul.h).
 //   On a stage without the head, the widest copy -- attention's of Q, K and V, or the
 //   MLP's of its hidden activations, per token and divided by t -- comes on top of the kept
-//   tensors; on the last stage the logits' gradient's copy takes the place of the softmax.
+//   tensors, and a zero-bubble schedule's deferred weight gradients add the fused Q/K/V
+//   projection's copies; on the last stage the logits' gradient's copy takes the place of
+//   the softmax. A recomputed block adds its MLP backward's copies (one hidden width for
+//   SwiGLU, as much again for GELU) and its attention's copy of Q, K, V and the output's
+//   gradient.
 // - Rematerialisation keeps each block's input (full) or also its Linear outputs
 //   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed and
 //   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
