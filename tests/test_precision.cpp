@@ -31,11 +31,7 @@ constexpr double kU = 1.0 / 256.0;  // bf16's unit roundoff, 2^-8
 const ComputePrecision kPaths[] = {{.compute = DType::kBF16, .matmul = Bf16Matmul::kNative},
                                    {.compute = DType::kBF16, .matmul = Bf16Matmul::kRounded}};
 
-Tensor rounded(const Tensor& x) {
-  Tensor r = Tensor::empty(x.shape());
-  round_bf16(x.data(), r.data(), x.numel());
-  return r;
-}
+Tensor rounded(const Tensor& x) { return rounded_to_bf16(x); }
 
 Tensor absolute(const Tensor& x) {
   Tensor r = x.clone();

@@ -26,11 +26,14 @@ void round_bf16(const float* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = round_bf16(in[i]);
 }
 
-Tensor compute_value(const Tensor& p) {
-  if (!p.defined() || !compute_precision().bf16()) return p;
-  Tensor r = Tensor::empty(p.shape());
-  round_bf16(p.data(), r.data(), p.numel());
+Tensor rounded_to_bf16(const Tensor& x) {
+  Tensor r = Tensor::empty(x.shape());
+  round_bf16(x.data(), r.data(), x.numel());
   return r;
+}
+
+Tensor compute_value(const Tensor& p) {
+  return !p.defined() || !compute_precision().bf16() ? p : rounded_to_bf16(p);
 }
 
 Bf16Array::Bf16Array(int64_t n)

@@ -43,6 +43,9 @@ class Tensor;
 // or held whole in fp32, every layout computes with the same values.
 Tensor compute_value(const Tensor& p);
 
+// A new tensor (no autograd) of x's values rounded to bf16.
+Tensor rounded_to_bf16(const Tensor& x);
+
 // n bf16 values in a Storage (so the MemoryTracker counts their bytes): what a matmul
 // saves for backward and what travels on the wire in bf16.
 class Bf16Array {

@@ -135,8 +135,7 @@ MatmulOperand::MatmulOperand(const Tensor& x, const ComputePrecision& precision)
   } else if (precision.matmul == Bf16Matmul::kNative) {
     bf16_ = Bf16Array::of(x.data(), x.numel());
   } else {
-    f32_ = Tensor::empty(x.shape());
-    round_bf16(x.data(), f32_.data(), x.numel());
+    f32_ = rounded_to_bf16(x);
     rounded_ = true;
   }
 }

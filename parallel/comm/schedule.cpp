@@ -83,8 +83,17 @@ void ScheduleRun::post_step() {
   for (const Rounding& r : step.roundings) round_bf16(r.data, r.data, r.count);
   copy_all(step.pre_copies);
   requests_.clear();
-  outgoing_.clear();
   landings_.clear();
+  if (bf16) {  // room for every message of the step at once
+    int64_t needed = 0;
+    for (const Send& m : step.sends) needed += m.count;
+    for (const Recv& m : step.recvs) needed += m.reduce_dst ? 0 : m.count;
+    if (staging_capacity_ < needed) {
+      staging_ = reinterpret_cast<Bf16*>(schedule_.scratch((needed + 1) / 2));
+      staging_capacity_ = needed;
+    }
+    staging_used_ = 0;
+  }
   arrivals_.clear();
   next_arrival_ = 0;
   int64_t largest = 0, reducing = 0, widest_part = 0;
@@ -101,8 +110,9 @@ void ScheduleRun::post_step() {
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
       if (bf16) {
-        Landing& l = landings_.emplace_back(Landing{m.data + begin, std::vector<uint16_t>(static_cast<size_t>(count))});
-        SL_MPI(MPI_Irecv(l.bits.data(), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+        const Landing& l = landings_.emplace_back(Landing{m.data + begin, stage(count), count});
+        SL_MPI(MPI_Irecv(const_cast<Bf16*>(l.bits), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm,
+                         &requests_.emplace_back()));
       } else {
         SL_MPI(MPI_Irecv(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
       }
@@ -136,9 +146,9 @@ void ScheduleRun::post_step() {
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
       if (bf16) {
-        std::vector<uint16_t>& bits = outgoing_.emplace_back(static_cast<size_t>(count));
-        to_bf16(m.data + begin, reinterpret_cast<Bf16*>(bits.data()), count);
-        SL_MPI(MPI_Isend(bits.data(), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+        Bf16* bits = stage(count);
+        to_bf16(m.data + begin, bits, count);
+        SL_MPI(MPI_Isend(bits, mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
       } else {
         SL_MPI(MPI_Isend(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
       }
@@ -152,6 +162,13 @@ void ScheduleRun::post_step() {
   const int axis[] = {step.axis};
   step_deadline_ = links_.reserve(axis, std::chrono::steady_clock::now(), step_seconds_);
   posted_ = true;
+}
+
+Bf16* ScheduleRun::stage(int64_t count) {
+  SL_ASSERT(staging_used_ + count <= staging_capacity_, "a bf16 step staged more than it sized");
+  Bf16* at = staging_ + staging_used_;
+  staging_used_ += count;
+  return at;
 }
 
 void ScheduleRun::post_arrival(size_t index) {
@@ -188,7 +205,7 @@ bool ScheduleRun::reduce_arrivals(bool block) {
 }
 
 void ScheduleRun::finish_step() {
-  for (const Landing& l : landings_) to_float(reinterpret_cast<const Bf16*>(l.bits.data()), l.dst, static_cast<int64_t>(l.bits.size()));
+  for (const Landing& l : landings_) to_float(l.bits, l.dst, l.count);
   copy_all(schedule_.steps[step_].post_copies);
   emulated_ += step_seconds_;
   posted_ = false;

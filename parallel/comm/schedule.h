@@ -23,6 +23,7 @@
 #include <deque>
 #include <vector>
 
+#include "framework/ops/bf16.h"
 #include "parallel/comm/collective_types.h"
 #include "parallel/comm/link_emulation.h"
 
@@ -140,14 +141,18 @@ class ScheduleRun {
   size_t step_ = 0;
   bool posted_ = false;
   std::vector<MPI_Request> requests_;  // sends and plain recvs of the current step
-  // A bf16 wire's messages of the current step: what is sent, and plain recvs' landing
-  // places, widened into their floats once the step's requests are done.
+  // A bf16 wire's messages of the current step travel from, and plain recvs land in, the
+  // staging area (bf16 bits in schedule scratch, grown like the window, reused step to
+  // step); landings are widened into their floats once the step's requests are done.
   struct Landing {
     float* dst;
-    std::vector<uint16_t> bits;
+    const Bf16* bits;
+    int64_t count;
   };
-  std::deque<std::vector<uint16_t>> outgoing_;
-  std::deque<Landing> landings_;
+  Bf16* stage(int64_t count);  // the next `count` values of the staging area
+  std::vector<Landing> landings_;
+  Bf16* staging_ = nullptr;
+  int64_t staging_capacity_ = 0, staging_used_ = 0;
   // Reducing recvs land part by part in window_: arrival i in slot i % arrival_slots_,
   // each slot window_part_ floats.
   std::vector<Arrival> arrivals_;  // in reduction order

@@ -31,8 +31,8 @@ PrecisionPolicy choose_precision(DType compute, DType reduce, const std::string&
 }
 
 PrecisionPolicy choose_precision(const RunConfig& run, const parallel::Mesh& mesh) {
-  return choose_precision(parse_dtype(run.precision, "--precision"), parse_dtype(run.reduce_dtype, "--reduce-dtype"),
-                          run.bf16_matmul, mesh);
+  const PrecisionPolicy asked = run.parallel().precision;  // the dtypes of --precision and --reduce-dtype
+  return choose_precision(asked.compute, asked.reduce, run.bf16_matmul, mesh);
 }
 
 }  // namespace shardlab::runtime

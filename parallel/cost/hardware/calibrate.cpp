@@ -33,21 +33,21 @@ double best_seconds(double budget, Run run) {
 
 }  // namespace
 
-double measure_gemm_flops(int64_t n, double seconds) {
+// FLOP/s of an n x n x n GEMM whose operands are `one` and `half` of type T (float or Bf16).
+template <typename T>
+double gemm_flops(int64_t n, double seconds, T one, T half) {
   if (n < 1) throw UserError("GEMM size must be >= 1, got " + std::to_string(n));
-  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  std::vector<T> a(n * n, one), b(n * n, half);
+  std::vector<float> c(n * n);
   const MatView view = MatView::matrix(n, n, n);
   const double t = best_seconds(seconds, [&] { matmul_raw(a.data(), view, b.data(), view, c.data(), view); });
   return 2.0 * n * n * n / t;
 }
 
+double measure_gemm_flops(int64_t n, double seconds) { return gemm_flops(n, seconds, 1.0f, 0.5f); }
+
 double measure_bf16_gemm_flops(int64_t n, double seconds) {
-  if (n < 1) throw UserError("GEMM size must be >= 1, got " + std::to_string(n));
-  std::vector<Bf16> a(n * n, to_bf16(1.0f)), b(n * n, to_bf16(0.5f));
-  std::vector<float> c(n * n);
-  const MatView view = MatView::matrix(n, n, n);
-  const double t = best_seconds(seconds, [&] { matmul_raw(a.data(), view, b.data(), view, c.data(), view); });
-  return 2.0 * n * n * n / t;
+  return gemm_flops(n, seconds, to_bf16(1.0f), to_bf16(0.5f));
 }
 
 double measure_memory_bandwidth(double seconds) {
