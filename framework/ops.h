@@ -2,6 +2,7 @@
 #pragma once
 
 #include "framework/ops/attention.h"
+#include "framework/ops/block_attention.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/embedding.h"
 #include "framework/ops/loss.h"

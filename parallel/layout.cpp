@@ -73,6 +73,26 @@ void check_pipeline(const LayoutChecks& c, int p, int zero) {
   check(make_pipeline_schedule(c.pipeline_schedule, p, v, c.microbatches));
 }
 
+void check_context(const LayoutChecks& c, const Layout& l) {
+  if (l.context == 1) return;
+  const int64_t chunks = c.context_load_balance ? 2 * l.context : l.context;
+  if (c.seq_len > 0 && c.seq_len % chunks != 0) {
+    throw UserError("sequence length " + str(c.seq_len) + " does not split into the " + str(chunks) + " chunks of context=" +
+                    str(l.context) + (c.context_load_balance ? " with load balancing (2 x context)" : "") +
+                    "; choose a sequence length that is a multiple of " + str(chunks));
+  }
+  if (c.model.experts > 0) {
+    throw UserError("context=" + str(l.context) + " with a mixture-of-experts model does not train yet: its routing "
+                    "capacity and load-balancing loss are taken per whole sequence, which no rank holds; use the data "
+                    "and expert axes for MoE models");
+  }
+  if (l.pipe > 1) {
+    throw UserError("context=" + str(l.context) + " with pipe=" + str(l.pipe) +
+                    " does not train yet (the pipeline passes whole sequences); use context with data, fsdp, tensor "
+                    "or expert axes");
+  }
+}
+
 }  // namespace
 
 Layout Layout::from_spec(const std::string& spec) { return from_axes(parse_mesh_spec(spec)); }
@@ -89,6 +109,7 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
     if (a.name == kFsdpAxis) l.fsdp = a.size;
     if (a.name == kPipeAxis) l.pipe = a.size;
     if (a.name == kExpertAxis) l.expert = a.size;
+    if (a.name == kContextAxis) l.context = a.size;
     if (a.name == kTensorAxis) l.tensor = a.size;
   }
   l.axes = std::move(axes);
@@ -99,6 +120,7 @@ void Layout::validate(const LayoutChecks& c) const {
   if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
   check_experts(c, *this);
   check_tensor(c.model, tensor);
+  check_context(c, *this);
   if (c.tp_overlap && !c.sequence_parallel) {
     throw UserError("the collective matmul (tp overlap) hides the all_gathers of sequence parallelism; "
                     "turn sequence parallelism on with it");

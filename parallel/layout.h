@@ -1,4 +1,4 @@
-// Layout: the degrees of the five mesh axes, validated once against the model and the
+// Layout: the degrees of the six mesh axes, validated once against the model and the
 // batch, identically on every rank, before the first collective (torchtitan's
 // ParallelDims). Every strategy trusts it instead of checking on its own.
 //
@@ -30,19 +30,21 @@ struct LayoutChecks {
   ScheduleKind pipeline_schedule = ScheduleKind::k1F1B;
   int virtual_stages = 1;                // per pipe rank
   std::vector<int64_t> pipeline_layers = {};  // blocks per stage (pipe x virtual of them), or empty
+  int64_t seq_len = 0;              // tokens per sequence; 0: not checked
+  bool context_load_balance = true;  // the context axis cuts each sequence in 2 x context chunks
 };
 
 struct Layout {
   std::vector<AxisSpec> axes;  // as given, outermost first
-  int data = 1, fsdp = 1, pipe = 1, expert = 1, tensor = 1;
+  int data = 1, fsdp = 1, pipe = 1, expert = 1, context = 1, tensor = 1;
 
   // Parses "data=2,tensor=2" (parse_mesh_spec); axes not named have size 1, and a layout
   // without a data or fsdp axis gets data=1 in front.
   static Layout from_spec(const std::string& spec);
   static Layout from_axes(std::vector<AxisSpec> axes);
 
-  int num_ranks() const { return data * fsdp * pipe * expert * tensor; }
-  int data_ranks() const { return data * fsdp * expert; }  // ranks that split the batch
+  int num_ranks() const { return data * fsdp * pipe * expert * context * tensor; }
+  int data_ranks() const { return data * fsdp * expert; }  // ranks that split the batch's rows
 
   // Throws UserError, naming the values and the fix, for any axis the model or the batch
   // cannot be split over, for a pipeline schedule that cannot run (its checker, too), and

@@ -7,9 +7,11 @@
 namespace shardlab::parallel {
 
 ParallelModel::ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
-                             std::unique_ptr<GradientSync> gradient_sync, PrecisionPolicy precision)
+                             std::unique_ptr<ContextParallel> context, std::unique_ptr<GradientSync> gradient_sync,
+                             PrecisionPolicy precision)
     : shards_(std::move(shards)),
       pipeline_(std::move(pipeline)),
+      context_(std::move(context)),
       sync_(std::move(gradient_sync)),
       precision_(std::move(precision)) {}
 
@@ -31,9 +33,11 @@ optim::SquaredNormReduce ParallelModel::norm_reduction() const {
 void ParallelModel::gather_full_params() const {
   if (pipeline_) pipeline_->gather_full_params();
   sync_->gather_full_params();
+  if (context_) context_->detach();
 }
 
 void ParallelModel::release_full_params() const {
+  if (context_) context_->attach();
   sync_->release_full_params();
   if (pipeline_) pipeline_->release_full_params();
 }

@@ -4,6 +4,8 @@
 //   shards()         how tensor, expert and pipeline parallelism split the parameters
 //                    (model_shards.h); nullptr without model parallelism
 //   pipeline()       the pipe axis's schedule executor (pipeline/pipeline.h), or nullptr
+//   context()        the context axis's sequence split (context/context_parallel.h), or
+//                    nullptr; sequence_slice() cuts a batch of whole rows to this rank's part
 //   gradient_sync()  the data-parallel strategy (data_parallel/gradient_sync.h): DDP,
 //                    ZeRO-1/2 or FSDP, a reducer and a sharded store
 //   parameters()     the views this rank's optimizer updates
@@ -40,6 +42,7 @@
 #include "framework/precision.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
+#include "parallel/context/context_parallel.h"
 #include "parallel/data_parallel/gradient_sync.h"
 #include "parallel/model_shards.h"
 #include "parallel/pipeline/pipeline.h"
@@ -49,12 +52,17 @@ namespace shardlab::parallel {
 class ParallelModel {
  public:
   ParallelModel(std::shared_ptr<const ModelShards> shards, std::unique_ptr<PipelineParallel> pipeline,
-                std::unique_ptr<GradientSync> gradient_sync, PrecisionPolicy precision);
+                std::unique_ptr<ContextParallel> context, std::unique_ptr<GradientSync> gradient_sync,
+                PrecisionPolicy precision);
   ParallelModel(const ParallelModel&) = delete;
   ParallelModel& operator=(const ParallelModel&) = delete;
 
   const ModelShards* shards() const { return shards_.get(); }
   PipelineParallel* pipeline() const { return pipeline_.get(); }
+  const ContextParallel* context() const { return context_.get(); }
+  // This rank's part of a batch of this rank's rows: under context parallelism its
+  // positions of each row, otherwise the batch itself.
+  data::Batch sequence_slice(const data::Batch& batch) const { return context_ ? context_->slice(batch) : batch; }
   GradientSync& gradient_sync() const { return *sync_; }
   const PrecisionPolicy& precision() const { return precision_; }
   // While alive, this thread's ops compute in the policy's precision: training steps,
@@ -93,7 +101,8 @@ class ParallelModel {
   void zero_grad() const { sync_->zero_grad(); }
 
   // The whole model in the model's tensors on every rank, for evaluation and decoding,
-  // until release_full_params().
+  // until release_full_params(); under context parallelism every rank then runs whole
+  // sequences.
   void gather_full_params() const;
   void release_full_params() const;
 
@@ -105,6 +114,7 @@ class ParallelModel {
  private:
   std::shared_ptr<const ModelShards> shards_;
   std::unique_ptr<PipelineParallel> pipeline_;
+  std::unique_ptr<ContextParallel> context_;
   std::unique_ptr<GradientSync> sync_;
   PrecisionPolicy precision_;
   mutable double norm_seconds_ = 0;  // blocked in norm_reduction()

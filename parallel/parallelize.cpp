@@ -80,6 +80,7 @@ std::vector<Strategy> strategies(const Mesh& mesh) {
   if (mesh.splits(kTensorAxis)) out.push_back(Strategy::kTensor);
   if (mesh.splits(kExpertAxis)) out.push_back(Strategy::kExpert);  // splits the experts as tensor left them
   if (mesh.splits(kPipeAxis)) out.push_back(Strategy::kPipeline);
+  if (mesh.splits(kContextAxis)) out.push_back(Strategy::kContext);
   out.push_back(Strategy::kData);  // last, over the model-parallel shards
   return out;
 }
@@ -87,6 +88,7 @@ std::vector<Strategy> strategies(const Mesh& mesh) {
 ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config) {
   ModelSplit split;
   std::unique_ptr<PipelineParallel> pipeline;
+  std::unique_ptr<ContextParallel> context;
   std::unique_ptr<GradientSync> sync;
   for (const Strategy strategy : strategies(mesh)) {
     switch (strategy) {
@@ -104,16 +106,21 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
         pipeline = std::make_unique<PipelineParallel>(model, mesh, pipeline_config(mesh, config), split.shards);
         split.shards = pipeline->shards();
         break;
+      case Strategy::kContext: context = apply_context_parallel(model, mesh.axis(kContextAxis), config.context); break;
       case Strategy::kData:
         sync = make_gradient_sync(model, mesh, data_config(config), split);
         break;
     }
   }
-  return ParallelModel(split.shards, std::move(pipeline), std::move(sync), config.precision);
+  return ParallelModel(split.shards, std::move(pipeline), std::move(context), std::move(sync), config.precision);
 }
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
                                                              const ParallelConfig& config) {
+  if (mesh.splits(kContextAxis)) {
+    throw UserError("decoding runs on the tensor axis; the context axis (" +
+                    std::to_string(mesh.axis_size(kContextAxis)) + ") is for training -- use --mesh tensor=N");
+  }
   if (mesh.splits(kPipeAxis)) {
     throw UserError("decoding runs on the tensor axis; the pipe axis (" + std::to_string(mesh.axis_size(kPipeAxis)) +
                     ") is for training -- use --mesh tensor=N");
@@ -128,7 +135,7 @@ std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& mo
 
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step) {
   SL_ASSERT(step.microbatches >= 1, "a step has at least one microbatch");
-  const int64_t rows = step.batch / DataAxes::of(mesh).all->size() / step.microbatches;
+  const int64_t rows = step.batch / DataAxes::of(mesh).batch->size() / step.microbatches;
   const std::vector<Strategy> applied = strategies(mesh);
   // The data-parallel strategy sees this rank's shards of its pipeline stages: a model of
   // their shapes (built deferred, so it costs nothing) stands in, leaving `model` untouched.
@@ -148,6 +155,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
                    &split.expert_parameters);
         break;
       case Strategy::kPipeline: drop_other_stages(*local, mesh, config.pipeline); break;
+      case Strategy::kContext:
       case Strategy::kData: break;
     }
   }
@@ -171,6 +179,13 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
         break;
       }
       case Strategy::kPipeline: plan_pipeline_step(plan, mesh); break;
+      case Strategy::kContext: {
+        int64_t layers = 0;  // this rank's attention layers
+        for (const auto& block : sharded.blocks) layers += block->attn.wqkv.weight.defined() ? 1 : 0;
+        plan_context_parallel_step(plan, mesh, model.config, config.context, rows, step.seq_len, step.microbatches,
+                                   layers);
+        break;
+      }
       case Strategy::kData: {
         const StepPlan data = plan_gradient_sync(sharded, mesh, data_config(config), split, step.microbatches);
         plan.insert(plan.end(), data.begin(), data.end());
@@ -178,11 +193,11 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
       }
     }
   }
-  if (applied.size() > 1) {
-    std::vector<std::string> model_axes;
-    for (const char* axis : {kPipeAxis, kExpertAxis, kTensorAxis}) {
-      if (mesh.splits(axis)) model_axes.push_back(axis);
-    }
+  std::vector<std::string> model_axes;  // the parameters' shards: the gradient norm sums over them
+  for (const char* axis : {kPipeAxis, kExpertAxis, kTensorAxis}) {
+    if (mesh.splits(axis)) model_axes.push_back(axis);
+  }
+  if (!model_axes.empty()) {
     add_planned(plan, mesh, {mesh.group(model_axes).name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   }
   return plan;

@@ -25,6 +25,7 @@
 #include "framework/nn/transformer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
+#include "parallel/context/context_parallel.h"
 #include "parallel/data_parallel/gradient_sync.h"
 #include "parallel/parallel_model.h"
 #include "parallel/pipeline/pipeline.h"
@@ -36,14 +37,16 @@ struct ParallelConfig {
   DataParallelConfig data = {};      // ZeRO stage, buckets, overlap, seed
   TensorParallelConfig tensor = {};  // sequence parallelism, collective matmul
   PipelineConfig pipeline = {};      // schedule, virtual stages, microbatches, split
+  ContextParallelConfig context = {};  // ring or all-gather attention, load balancing
   PrecisionPolicy precision = {};    // compute and reduce dtypes (framework/precision.h)
 };
 
 // The strategies a mesh gets, in the order they are applied: one for each model-parallel
 // axis larger than 1 (tensor/tensor_parallel.h, expert/expert_parallel.h,
-// pipeline/pipeline.h), and last, always, the data axes' gradient synchroniser
+// pipeline/pipeline.h), the context axis's sequence split (context/context_parallel.h,
+// which leaves the parameters whole), and last, always, the data axes' gradient synchroniser
 // (data_parallel/gradient_sync.h), which owns the optimizer's views even on one rank.
-enum class Strategy { kTensor, kExpert, kPipeline, kData };
+enum class Strategy { kTensor, kExpert, kPipeline, kContext, kData };
 std::vector<Strategy> strategies(const Mesh& mesh);
 
 // Layout::validate has checked the model and batch against the axes on every rank beforehand.

@@ -9,9 +9,10 @@
 namespace shardlab::parallel {
 
 StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
-                      const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace,
+                      const data::Batch& rows, int microbatches, float lr, double max_norm, CommTrace* trace,
                       const std::function<void()>& gradients_ready) {
   StepResult result;
+  const data::Batch batch = parallel.sequence_slice(rows);  // the context axis's positions of each row
   // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
   // losses, which reach backward on their own, follow the same scale.
   model.moe_state->loss_scale = 1.0f / static_cast<float>(microbatches);

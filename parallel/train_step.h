@@ -21,12 +21,14 @@
 namespace shardlab::parallel {
 
 struct StepResult {
-  double loss = 0.0;       // mean over this rank's microbatches (its rows of the global batch), on every pipe rank
+  double loss = 0.0;       // mean over this rank's microbatches (its tokens of the global batch), on every pipe rank
   double grad_norm = 0.0;  // global gradient norm before clipping
   nn::MoeStats moe;        // this rank's MoE layers over the step's microbatches (nn/moe.h)
 };
 
-// `batch` is this rank's rows of the global batch. With a trace, each microbatch's
+// `batch` is this rank's rows of the global batch, whole sequences: under context
+// parallelism the step keeps this rank's positions of each (ParallelModel::sequence_slice).
+// With a trace, each microbatch's
 // forward and backward is a span on its compute lane.
 // `optimizer` is built over parallel.parameters(). `gradients_ready`, where given, runs on
 // every rank once the gradients are final (averaged over the data ranks, not yet clipped),

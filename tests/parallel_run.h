@@ -28,7 +28,7 @@ inline std::unique_ptr<optim::Optimizer> standard_optimizer(const parallel::Para
 inline Run train_standard_run(nn::Transformer& model, const parallel::ParallelModel& strategy,
                               const parallel::Mesh& mesh, int microbatches, optim::Optimizer* optimizer = nullptr) {
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
-  data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+  data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.batch->rank(), axes.batch->size());
   std::unique_ptr<optim::Optimizer> owned = optimizer ? nullptr : standard_optimizer(strategy);
   if (!optimizer) optimizer = owned.get();
   Run r;

@@ -14,6 +14,18 @@ using shardlab::testing::gradcheck;
 using shardlab::testing::random_tensor;
 using V = std::vector<Tensor>;
 
+// The gradients of sum(f(inputs) * dy) with respect to each input.
+static V grad(const std::function<Tensor(V&)>& f, V inputs, const Tensor& dy) {
+  for (Tensor& x : inputs) {
+    x.set_requires_grad(true);
+    x.zero_grad();
+  }
+  run_backward(f(inputs), dy);
+  V out;
+  for (Tensor& x : inputs) out.push_back(x.grad().clone());
+  return out;
+}
+
 TEST_CASE("linear forward matches the definition and its gradient checks") {
   Tensor x = random_tensor({2, 3, 5}, 1), w = random_tensor({4, 5}, 2), b = random_tensor({4}, 3);
   Tensor y = ops::linear(x, w, b);
@@ -117,6 +129,78 @@ TEST_CASE("causal attention ignores the future") {
   for (int j = 0; j < 24; ++j) changed.data()[5 * 24 + j] += 1.0f;  // perturb the last position
   Tensor y2 = ops::causal_attention(changed, 2, 2);
   for (int i = 0; i < 5 * 8; ++i) CHECK(y1.data()[i] == y2.data()[i]);
+}
+
+TEST_CASE("blockwise causal attention equals causal attention, forward and backward") {
+  for (auto [n, k] : {std::pair{2, 2}, std::pair{4, 2}, std::pair{2, 1}}) {
+    const int B = 2, T = 11, H = 4;
+    Tensor qkv = random_tensor({B, T, (n + 2 * k) * H}, 21);
+    const Tensor dy = random_tensor({B, T, n * H}, 22);
+    const Tensor y_ref = ops::causal_attention(qkv, n, k);
+    const std::vector<Tensor> g_ref = grad([&](V& in) { return ops::causal_attention(in[0], n, k); }, {qkv}, dy);
+    for (int64_t block : {1, 3, 4, 11, 16}) {  // T = 11 is no multiple of 3 or 4
+      const Tensor y = ops::blockwise_causal_attention(qkv, n, k, block);
+      for (int64_t i = 0; i < y.numel(); ++i) CHECK(y.data()[i] == doctest::Approx(y_ref.data()[i]).epsilon(1e-5));
+      const std::vector<Tensor> g =
+          grad([&](V& in) { return ops::blockwise_causal_attention(in[0], n, k, block); }, {qkv}, dy);
+      for (int64_t i = 0; i < qkv.numel(); ++i) {
+        CHECK(std::abs(g[0].data()[i] - g_ref[0].data()[i]) <= 1e-5 + 1e-4 * std::abs(g_ref[0].data()[i]));
+      }
+    }
+    gradcheck([n, k](V& in) { return ops::blockwise_causal_attention(in[0], n, k, 3); }, {qkv});
+  }
+}
+
+TEST_CASE("block attention over permuted position spans: context parallelism's head-tail chunks") {
+  // Rows hold chunks 1 and 2 of a sequence cut in 4 (positions 3..5 then 6..8): the
+  // queries attend, chunk by chunk in any order, to key blocks holding chunks {0, 3} and
+  // {1, 2}, as the head-tail split of 2 ranks gives them. The rows must match the same
+  // positions of whole-sequence attention, and the summed gradients its gradients.
+  const int B = 1, T = 12, N = 4, K = 2, H = 2, L = 3;
+  Tensor qkv = random_tensor({B, T, (N + 2 * K) * H}, 31);
+  const Tensor y_ref = ops::causal_attention(qkv, N, K);
+  const ops::AttentionHeads heads = ops::AttentionHeads::of(qkv, N, K);
+  const auto rows_of = [&](std::vector<int> chunks) {  // qkv rows of the chunks, in that order
+    Tensor out = Tensor::empty({B, static_cast<int64_t>(chunks.size()) * L, qkv.dim(2)});
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      std::copy_n(qkv.data() + chunks[c] * L * qkv.dim(2), L * qkv.dim(2), out.data() + c * L * qkv.dim(2));
+    }
+    return out;
+  };
+  const auto spans = [&](std::vector<int> chunks) {
+    std::vector<ops::PositionSpan> s;
+    for (size_t c = 0; c < chunks.size(); ++c) s.push_back({.row = int64_t(c) * L, .position = chunks[c] * L, .length = L});
+    return s;
+  };
+  const Tensor mine = rows_of({1, 2});
+  ops::OnlineAttention attention(heads, mine);
+  attention.attend(spans({1, 2}), ops::key_values(rows_of({1, 2}), heads), spans({1, 2}));
+  attention.attend(spans({1, 2}), ops::key_values(rows_of({0, 3}), heads), spans({0, 3}));  // 3: all future
+  const Tensor y = attention.finish();
+  for (int c = 0; c < 2; ++c) {
+    for (int64_t i = 0; i < L * N * H; ++i) {
+      CHECK(y.data()[c * L * N * H + i] == doctest::Approx(y_ref.data()[(c + 1) * L * N * H + i]).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("rope at explicit positions equals rope of the whole sequence at those rows") {
+  const int N = 2, K = 1, H = 4, T = 8;
+  const Tensor qkv = random_tensor({1, T, (N + 2 * K) * H}, 41);
+  const std::vector<int64_t> positions = {6, 1, 7, 0};  // rows 0..3 of qkv placed there
+  const Tensor moved = ops::rope(qkv.view({T, (N + 2 * K) * H}).rows(0, 4).view({1, 4, (N + 2 * K) * H}).clone(), N, K,
+                                 500000.0f, positions);
+  const Tensor at3 = ops::rope(qkv, N, K, 500000.0f, std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 10});
+  const Tensor offset3 = ops::rope(qkv, N, K, 500000.0f, int64_t{3});
+  for (int64_t i = 0; i < at3.numel(); ++i) CHECK(at3.data()[i] == offset3.data()[i]);
+  const int64_t C = (N + 2 * K) * H;
+  for (int64_t i = 0; i < 4; ++i) {  // row i alone at offset positions[i]
+    const Tensor row = Tensor::from({1, 1, C}, std::vector<float>(qkv.data() + i * C, qkv.data() + (i + 1) * C));
+    const Tensor one = ops::rope(row, N, K, 500000.0f, positions[i]);
+    for (int64_t j = 0; j < C; ++j) CHECK(moved.data()[i * C + j] == one.data()[j]);
+  }
+  gradcheck([&](V& in) { return ops::rope(in[0], N, K, 10000.0f, positions); },
+            {qkv.view({T, (N + 2 * K) * H}).rows(0, 4).view({1, 4, (N + 2 * K) * H}).clone()});
 }
 
 TEST_CASE("embedding and rope") {

@@ -225,7 +225,7 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             auto strategy = parallelize(*model, mesh, parallel);
             auto optimizer = standard_optimizer(strategy);
             const DataAxes axes = DataAxes::of(mesh);
-            data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.all->rank(), axes.all->size());
+            data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, axes.batch->rank(), axes.batch->size());
             mesh.context().trace.clear();
             mesh.context().trace.set_recording(true);
             train_step(*model, strategy, *optimizer, loader.next(), microbatches, kLr, 1.0);

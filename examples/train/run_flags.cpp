@@ -124,7 +124,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("h,help", "print this help");
   o.add_options("parallel")
       ("mesh", "mesh axes, outermost first, e.g. data=2,tensor=2 (data and fsdp: ZeRO below; pipe: pipeline stages; "
-       "expert: MoE experts split; tensor: Megatron tensor parallelism; any combination whose sizes multiply to the "
+       "expert: MoE experts split; context: slices of every sequence; tensor: Megatron tensor parallelism; any combination whose sizes multiply to the "
        "ranks)", cxxopts::value<std::string>()->default_value(r.mesh))
       ("zero", "ZeRO stage 0-3 over the data axes", cxxopts::value<int>()->default_value("0"))
       ("bucket-mb", "gradient all-reduce bucket size in MiB", cxxopts::value<double>()->default_value("4"))
@@ -141,6 +141,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        cxxopts::value<std::string>()->default_value(""))
       ("tp-overlap", "with --sequence-parallel: the all_gathers before wqkv and GPT's fc as collective matmuls, "
        "ppermute steps overlapping the matmul", cxxopts::value<bool>()->default_value("false"))
+      ("cp-comm", "context axis: ring (K/V blocks passed round while attention computes) or allgather (LLaMA 3's "
+       "choice)", cxxopts::value<std::string>()->default_value(r.cp_comm))
+      ("cp-load-balance", "context axis: each rank holds chunks i and 2c-1-i of every sequence (head-tail), so the "
+       "causal mask's work is even", cxxopts::value<bool>()->default_value("true"))
       ("link-profile", "hardware profile whose links the mesh emulates (shardlab-plan hw)",
        cxxopts::value<std::string>()->default_value("local"))
       ("link-mode", "link emulation: off, account (record emulated time) or delay (hold transfers)",
@@ -241,6 +245,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.overlap = p["overlap"].as<bool>();
   r.sequence_parallel = p["sequence-parallel"].as<bool>();
   r.tp_overlap = p["tp-overlap"].as<bool>();
+  r.cp_comm = p["cp-comm"].as<std::string>();
+  r.cp_load_balance = p["cp-load-balance"].as<bool>();
   r.pp_schedule = p["pp-schedule"].as<std::string>();
   r.pp_virtual = p["pp-virtual"].as<int>();
   r.pp_layers = parse_int_list("--pp-layers", p["pp-layers"].as<std::string>());

@@ -60,7 +60,7 @@ double active_parameters(const nn::ModelConfig& config) {
 
 RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const parallel::ParallelModel& parallel,
                      const DataSource& data, const parallel::StepPlan& plan)
-    : run_(run), mesh_(mesh), pipeline_(parallel.pipeline()) {
+    : run_(run), mesh_(mesh), pipeline_(parallel.pipeline()), context_(parallel.context()) {
   const PrecisionScope precision = parallel.compute_scope();  // the compute probe runs as the steps will
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data_axes_ = axes.all->name();
@@ -85,7 +85,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   }
   const std::map<std::string, double> comm = parallel::planned_seconds_by_group(mesh, plan);
   const double comm_total = parallel::planned_seconds(mesh, plan);
-  for (const char* axis : {parallel::kTensorAxis, parallel::kExpertAxis}) {
+  for (const char* axis : {parallel::kTensorAxis, parallel::kExpertAxis, parallel::kContextAxis}) {
     if (mesh.splits(axis)) {
       BlockingAxis& a = blocking_.emplace_back();
       a.name = axis;
@@ -95,7 +95,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   double blocking_comm = 0.0;
   std::set<std::string> other_groups;
   for (const auto& [group, seconds] : comm) {
-    if (group == parallel::kTensorAxis || group == parallel::kExpertAxis) {
+    if (group == parallel::kTensorAxis || group == parallel::kExpertAxis || group == parallel::kContextAxis) {
       blocking_comm += seconds;
     } else {
       planned_other_comm_ += seconds;
@@ -140,7 +140,7 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   std::printf("\n");
   std::printf("batch   %lld sequences x %lld tokens per step (%lld per data rank, %d microbatches) | %d threads per rank\n",
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
-              static_cast<long long>(run.batch / axes.all->size()), run.grad_accum, omp_get_max_threads());
+              static_cast<long long>(run.batch / axes.batch->size()), run.grad_accum, omp_get_max_threads());
   std::printf("dtype   %s\n", parallel.precision().describe().c_str());
   std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
               peak_flops_ / 1e9, flops_per_token_ / 1e6);
@@ -196,7 +196,9 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   double blocked = 0;
   for (BlockingAxis& a : blocking_) {
     const parallel::GroupTotals* g = totals_of(a.name);
-    const double total = g ? g->measured : 0.0, bytes = g ? static_cast<double>(g->bytes) : 0.0;
+    const bool ring = a.name == parallel::kContextAxis && context_;  // overlapped: count only the waits
+    const double total = ring ? context_->times().exposed_comm_seconds : g ? g->measured : 0.0;
+    const double bytes = g ? static_cast<double>(g->bytes) : 0.0;
     a.last = total - a.seen;
     a.seen = total;
     a.last_bytes = bytes - a.bytes_seen;
@@ -244,6 +246,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   metrics.add("tokens_per_s", tokens_per_s);
   metrics.add("mfu", mfu);
   if (predicted_step_ > 0) metrics.add("step_predicted_s", predicted_step_);
+  if (context_ && step == run_.steps) gather_context_times(step - first_step_);
   if (step == 1) {  // the first step has allocated everything a step needs
     step_peak_bytes_ = static_cast<double>(MemoryTracker::peak_total());  // before any evaluation
     if (leader()) print_memory("peak during step 1");
@@ -352,6 +355,18 @@ void RunReport::print_prediction_error() const {
   }
 }
 
+void RunReport::gather_context_times(int64_t steps) {
+  const parallel::AxisGroup& axis = mesh_.axis(parallel::kContextAxis);
+  const parallel::ContextTimes& t = context_->times();
+  // The maxima, and the minimum of the compute as the maximum of its negation.
+  float v[3] = {static_cast<float>(t.compute_seconds / steps), static_cast<float>(t.exposed_comm_seconds / steps),
+                static_cast<float>(-t.compute_seconds / steps)};
+  parallel::all_reduce(axis, v, parallel::ReduceOp::kMax);
+  cp_compute_max_ = v[0];
+  cp_exposed_max_ = v[1];
+  cp_compute_min_ = -v[2];
+}
+
 void RunReport::finish() {
   if (!leader()) return;
   print_memory("peak over the run");
@@ -370,6 +385,15 @@ void RunReport::finish() {
               format_bytes(MemoryTracker::peak(MemoryCategory::Communication)).c_str(),
               e.total() > 0 ? 100.0 * (measured / e.total() - 1.0) : 0.0);
   if (mesh_.size() > 1) std::printf("communication of rank 0:\n%s", mesh_.context().trace.format_summary().c_str());
+  if (context_ && cp_compute_min_ > 0) {
+    std::printf("context attention per step on the context axis: compute %.2f ms on the slowest rank, %.2f ms on the "
+                "fastest (max/min %.3f, %s) | exposed %s communication %.2f ms at most (%.1f%% of the slowest "
+                "attention compute)\n",
+                1e3 * cp_compute_max_, 1e3 * cp_compute_min_, cp_compute_max_ / cp_compute_min_,
+                context_->config().load_balance ? "head-tail balanced" : "contiguous chunks",
+                parallel::context_comm_name(context_->config().comm), 1e3 * cp_exposed_max_,
+                100.0 * cp_exposed_max_ / cp_compute_max_);
+  }
   print_prediction_error();
   std::fflush(stdout);
 }

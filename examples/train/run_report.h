@@ -49,7 +49,8 @@ class RunReport {
  private:
   bool leader() const { return mesh_.rank() == 0; }
   // An axis whose collectives block inside forward and backward (tensor, expert): its
-  // measured seconds per step next to the plan's prediction.
+  // measured seconds per step next to the plan's prediction. The context axis's ring
+  // overlaps attention: its seconds are the waits the attention measured (ContextTimes).
   struct BlockingAxis {
     std::string name;
     double predicted = 0;  // seconds per step, from the plan
@@ -66,6 +67,11 @@ class RunReport {
   const runtime::RunConfig& run_;
   const parallel::Mesh& mesh_;
   const parallel::PipelineParallel* pipeline_;
+  const parallel::ContextParallel* context_;
+  // Context axis, at the last step: each rank's attention compute and exposed ring
+  // communication per step, slowest and fastest rank of the axis.
+  double cp_compute_max_ = 0, cp_compute_min_ = 0, cp_exposed_max_ = 0;
+  void gather_context_times(int64_t steps);
   std::string data_axes_;
   double peak_flops_ = 0;          // sum over ranks
   double step_peak_bytes_ = 0;     // live bytes at their peak during step 1 (the memory tracker's)

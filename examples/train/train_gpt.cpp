@@ -58,7 +58,7 @@ int train(int argc, char** argv) {
   if (!run.trace.empty()) mesh.context().trace.align_clocks(mesh.comm());  // hosts' clocks differ
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   const runtime::DataSource data = runtime::open_data(run);
-  data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.all->rank(), axes.all->size());
+  data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.batch->rank(), axes.batch->size());
   // Built without storage; the layout allocates and initialises what each rank keeps
   // (ZeRO-3: only its slice), from the same seed whatever the layout.
   const auto owned = [&] {

@@ -29,6 +29,10 @@ Attention::Attention(Module& parent, const std::string& name, const ModelConfig&
 Tensor Attention::operator()(const Tensor& x) const {
   return forward_hooked(x, [this](const Tensor& in) {
     Tensor qkv = wqkv(in);
+    if (context_parallel) {  // this rank's rows are a slice of each sequence
+      if (rope) qkv = ops::rope(qkv, n_heads, n_kv_heads, rope_theta, context_parallel->positions(qkv.dim(1)));
+      return wo(context_parallel->attention(qkv, n_heads, n_kv_heads));
+    }
     if (rope) qkv = ops::rope(qkv, n_heads, n_kv_heads, rope_theta);
     return wo(ops::causal_attention(qkv, n_heads, n_kv_heads));
   });

@@ -2,10 +2,25 @@
 // Multi-head (K = N) or grouped-query (K < N). Shapes: x[B, T, D] -> y[B, T, D].
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include "framework/nn/config.h"
 #include "framework/nn/layers.h"
 
 namespace shardlab::nn {
+
+// Where context parallelism (parallel/context/context_parallel.h) changes the model: each
+// rank holds a slice of every sequence through the whole model. Set on the Transformer
+// (its positional embedding) and on every Attention (RoPE and the attention itself).
+struct ContextParallelHooks {
+  // The global positions of this rank's `length` rows of each sequence.
+  std::function<std::vector<int64_t>(int64_t length)> positions;
+  // Replaces ops::causal_attention: this rank's queries attend to the keys of the whole
+  // sequence, which the other ranks of the context axis hold.
+  std::function<Tensor(const Tensor& qkv, int n_heads, int n_kv_heads)> attention;
+};
 
 // Keys and values of earlier positions for incremental decoding, per layer.
 struct KVCache {
@@ -34,6 +49,7 @@ class Attention : public Module {
   int64_t n_heads, n_kv_heads, head_dim;
   bool rope;
   float rope_theta;
+  std::shared_ptr<const ContextParallelHooks> context_parallel;  // unset: whole sequences
 };
 
 }  // namespace shardlab::nn

@@ -84,6 +84,11 @@ Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, in
   }
   Tensor x = wte(ids, B, T);
   if (!wpe) return x;
+  if (context_parallel && pos_offset == 0 && left_pad.empty()) {  // this rank's slice of each sequence
+    const std::vector<int64_t> at = context_parallel->positions(T);
+    std::vector<int32_t> positions(at.begin(), at.end());
+    return ops::add(x, ops::reshape((*wpe)(positions, 1, T), {T, config.d_model}));
+  }
   if (std::any_of(left_pad.begin(), left_pad.end(), [](int64_t p) { return p > 0; })) {
     // Each row's positions count from its first real token; its padding takes position 0.
     SL_ASSERT(static_cast<int64_t>(left_pad.size()) == B, "one left padding per row");

@@ -85,6 +85,9 @@ class Transformer : public Module {
     // split there.
     Hook stage_input;
   } tensor_parallel;
+  // Set by context parallelism, with the same hooks on every block's attention: the
+  // positions of this rank's rows of each sequence. Unset: rows are positions 0..T-1.
+  std::shared_ptr<const ContextParallelHooks> context_parallel;
 
  private:
   Tensor head(const Tensor& x) const;

@@ -13,9 +13,10 @@
 namespace shardlab::ops {
 namespace {
 
-// Applies the rotation (sign = +1) or its inverse (sign = -1) to q and k heads.
+// Applies the rotation (sign = +1) or its inverse (sign = -1) to q and k heads; row t is
+// at position positions[t], or pos_offset + t where positions is empty.
 void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_heads, int64_t C, int64_t H,
-            float theta, int64_t pos_offset, float sign) {
+            float theta, int64_t pos_offset, std::span<const int64_t> positions, float sign) {
   std::vector<float> inv_freq(H / 2);
   for (int64_t i = 0; i < H / 2; ++i) inv_freq[i] = std::pow(theta, -2.0f * i / H);
 #pragma omp parallel for collapse(2) if (B * T > 16)
@@ -24,7 +25,7 @@ void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_h
       const float* src = in + (b * T + t) * C;
       float* dst = out + (b * T + t) * C;
       std::memcpy(dst, src, C * sizeof(float));
-      const float pos = static_cast<float>(pos_offset + t);
+      const float pos = static_cast<float>(positions.empty() ? pos_offset + t : positions[t]);
       for (int64_t i = 0; i < H / 2; ++i) {
         const float c = std::cos(pos * inv_freq[i]), s = sign * std::sin(pos * inv_freq[i]);
         for (int64_t h = 0; h < rotated_heads; ++h) {
@@ -35,6 +36,22 @@ void rotate(const float* in, float* out, int64_t B, int64_t T, int64_t rotated_h
       }
     }
   }
+}
+
+Tensor rope_at(const Tensor& qkv, int n_heads, int n_kv_heads, float theta, std::span<const int64_t> positions,
+               int64_t pos_offset) {
+  SL_ASSERT(qkv.ndim() == 3 && qkv.dim(2) % (n_heads + 2 * n_kv_heads) == 0, "rope: qkv " + shape_str(qkv.shape()));
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), C = qkv.dim(2), H = C / (n_heads + 2 * n_kv_heads);
+  SL_ASSERT(H % 2 == 0, "rope needs an even head dim, got " + std::to_string(H));
+  const int64_t rotated = n_heads + n_kv_heads;
+  Tensor y = Tensor::empty(qkv.shape());
+  rotate(qkv.data(), y.data(), B, T, rotated, C, H, theta, pos_offset, positions, 1.0f);
+  std::vector<int64_t> kept(positions.begin(), positions.end());
+  return record(y, "rope", {qkv}, [B, T, C, H, rotated, theta, pos_offset, kept = std::move(kept)](const Tensor& gy) {
+    Tensor gx = Tensor::empty(gy.shape());
+    rotate(gy.data(), gx.data(), B, T, rotated, C, H, theta, pos_offset, kept, -1.0f);  // rotation^T = inverse
+    return std::vector<Tensor>{gx};
+  });
 }
 
 }  // namespace
@@ -76,17 +93,13 @@ Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64
 }
 
 Tensor rope(const Tensor& qkv, int n_heads, int n_kv_heads, float theta, int64_t pos_offset) {
-  SL_ASSERT(qkv.ndim() == 3 && qkv.dim(2) % (n_heads + 2 * n_kv_heads) == 0, "rope: qkv " + shape_str(qkv.shape()));
-  const int64_t B = qkv.dim(0), T = qkv.dim(1), C = qkv.dim(2), H = C / (n_heads + 2 * n_kv_heads);
-  SL_ASSERT(H % 2 == 0, "rope needs an even head dim, got " + std::to_string(H));
-  const int64_t rotated = n_heads + n_kv_heads;
-  Tensor y = Tensor::empty(qkv.shape());
-  rotate(qkv.data(), y.data(), B, T, rotated, C, H, theta, pos_offset, 1.0f);
-  return record(y, "rope", {qkv}, [B, T, C, H, rotated, theta, pos_offset](const Tensor& gy) {
-    Tensor gx = Tensor::empty(gy.shape());
-    rotate(gy.data(), gx.data(), B, T, rotated, C, H, theta, pos_offset, -1.0f);  // rotation^T = inverse
-    return std::vector<Tensor>{gx};
-  });
+  return rope_at(qkv, n_heads, n_kv_heads, theta, {}, pos_offset);
+}
+
+Tensor rope(const Tensor& qkv, int n_heads, int n_kv_heads, float theta, std::span<const int64_t> positions) {
+  SL_ASSERT(qkv.ndim() == 3 && static_cast<int64_t>(positions.size()) == qkv.dim(1),
+            "rope: " + std::to_string(positions.size()) + " positions for qkv " + shape_str(qkv.shape()));
+  return rope_at(qkv, n_heads, n_kv_heads, theta, positions, 0);
 }
 
 }  // namespace shardlab::ops

@@ -18,5 +18,8 @@ Tensor embedding(const Tensor& w, std::span<const int32_t> ids, int64_t B, int64
 // (pos_offset + t), interleaved pairs (2i, 2i+1) at frequency theta^(-2i/H), as in
 // Meta's LLaMA. Value heads pass through unchanged.
 Tensor rope(const Tensor& qkv, int n_heads, int n_kv_heads, float theta = 10000.0f, int64_t pos_offset = 0);
+// The same with row t at positions[t] (T of them): a context-parallel rank's slice of a
+// sequence is not one run of positions.
+Tensor rope(const Tensor& qkv, int n_heads, int n_kv_heads, float theta, std::span<const int64_t> positions);
 
 }  // namespace shardlab::ops

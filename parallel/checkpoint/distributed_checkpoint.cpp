@@ -9,7 +9,7 @@ namespace {
 
 // A stage's leader: the rank of its pipe coordinate whose other coordinates are all 0.
 bool stage_leader(const Mesh& mesh) {
-  for (const char* axis : {kDataAxis, kFsdpAxis, kExpertAxis, kTensorAxis}) {
+  for (const char* axis : {kDataAxis, kFsdpAxis, kExpertAxis, kContextAxis, kTensorAxis}) {
     if (mesh.has_axis(axis) && mesh.coord(axis) != 0) return false;
   }
   return true;

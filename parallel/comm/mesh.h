@@ -41,13 +41,16 @@ Topology parse_topology(const std::string& name);  // "torus" | "mesh"
 // The axis names shardlab knows, outermost first (docs/mesh.md). Code names an axis through
 // these constants, so that a reader can find every use of one. `tensor` carries tensor
 // parallelism and, with --sequence-parallel, Megatron's sequence parallelism of its
-// activations; `fsdp` and `data` are the data axes (hybrid sharding over both).
+// activations; `fsdp` and `data` are the data axes (hybrid sharding over both); `context`
+// holds a slice of every sequence (parallel/context), which is not sequence parallelism.
 inline constexpr char kDataAxis[] = "data";
 inline constexpr char kFsdpAxis[] = "fsdp";
 inline constexpr char kPipeAxis[] = "pipe";
 inline constexpr char kExpertAxis[] = "expert";
+inline constexpr char kContextAxis[] = "context";  // context parallelism: slices of each sequence
 inline constexpr char kTensorAxis[] = "tensor";
-inline const std::vector<std::string> kAxisNames = {kDataAxis, kFsdpAxis, kPipeAxis, kExpertAxis, kTensorAxis};
+inline const std::vector<std::string> kAxisNames = {kDataAxis,   kFsdpAxis,    kPipeAxis,
+                                                    kExpertAxis, kContextAxis, kTensorAxis};
 
 // "data=2,tensor=2" -> {{"data", 2}, {"tensor", 2}} (parse_axis_sizes over kAxisNames);
 // throws UserError on bad syntax, unknown, repeated or misplaced names and sizes below 1.

@@ -67,13 +67,17 @@ struct ModelSplit {
   std::set<std::string> expert_parameters = {};
 };
 
-// The groups a data-parallel strategy communicates over.
+// The groups a data-parallel strategy communicates over. The context axis is data
+// parallelism over the positions of each sequence (parallel/context): its ranks hold the
+// same parameters and average their gradients like data ranks, but share the batch's rows.
 struct DataAxes {
-  const AxisGroup* all = nullptr;      // every rank with its own rows of the batch (data, fsdp,
-                                       // expert): the loader's split, dense gradient averaging
-  const AxisGroup* expert_data = nullptr;  // data and fsdp: the ranks holding the same experts
+  const AxisGroup* batch = nullptr;    // every rank with its own rows of the batch (data, fsdp,
+                                       // expert): the loader's split
+  const AxisGroup* all = nullptr;      // batch and context: every rank with its own tokens,
+                                       // dense gradient averaging, the logged loss
+  const AxisGroup* expert_data = nullptr;  // data, fsdp and context: the ranks holding the same experts
   const AxisGroup* shard = nullptr;    // where ZeRO shards live
-  const AxisGroup* replica = nullptr;  // across shard groups (hybrid), or nullptr
+  const AxisGroup* replica = nullptr;  // across shard groups (hybrid: data and context), or nullptr
   const AxisGroup* dense_replica = nullptr;  // replica and expert: where a dense parameter's
                                              // shard has copies (nullptr: none)
   static DataAxes of(const Mesh& mesh);

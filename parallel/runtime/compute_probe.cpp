@@ -73,7 +73,7 @@ std::string ComputeProbe::describe() const {
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   const int tensor = mesh.size_of(parallel::kTensorAxis);
   const int64_t rows =
-      std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).all->size() / std::max(1, run.grad_accum));
+      std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).batch->size() / std::max(1, run.grad_accum));
   ComputeProbe probe;
   probe.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
   const int64_t seq = std::max<int64_t>(1, run.sequence_length());

@@ -44,6 +44,7 @@ void RunConfig::validate() const {
   }
   const DType compute = parse_dtype(precision, "--precision");
   parse_dtype(reduce_dtype, "--reduce-dtype");  // names the choices
+  parallel::parse_context_comm(cp_comm);
   check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
@@ -103,6 +104,7 @@ parallel::ParallelConfig RunConfig::parallel() const {
                        .virtual_stages = pp_virtual,
                        .microbatches = grad_accum,
                        .layers = pp_layers},
+          .context = {.comm = parallel::parse_context_comm(cp_comm), .load_balance = cp_load_balance},
           .precision = policy};
 }
 
@@ -124,7 +126,9 @@ parallel::LayoutChecks RunConfig::layout_checks() const {
           .tp_overlap = tp_overlap,
           .pipeline_schedule = parallel::parse_schedule_kind(pp_schedule),
           .virtual_stages = pp_virtual,
-          .pipeline_layers = pp_layers};
+          .pipeline_layers = pp_layers,
+          .seq_len = sequence_length(),
+          .context_load_balance = cp_load_balance};
 }
 
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {

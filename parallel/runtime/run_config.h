@@ -57,6 +57,8 @@ struct RunConfig {
   bool reshard_after_forward = true;
   bool sequence_parallel = false;
   bool tp_overlap = false;
+  std::string cp_comm = "ring";    // context axis: ring or allgather attention
+  bool cp_load_balance = true;     // context axis: head-tail chunks
   std::string pp_schedule = "1f1b";
   int pp_virtual = 1;
   std::vector<int64_t> pp_layers;  // blocks per pipeline stage, empty: balanced by cost
