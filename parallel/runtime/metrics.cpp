@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,16 +29,43 @@ double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
 
 namespace {
 
-// The rows of the JSONL file at `path` whose step is at most `last_step`.
-std::string rows_up_to(const std::string& path, int64_t last_step) {
+// The rows of the JSONL file at `path`, split into runs: within a run the steps rise, so a
+// row whose step is not above the one before starts the next run (a fresh run appended).
+std::vector<std::vector<std::string>> runs_in(const std::string& path) {
   std::ifstream in(path);
-  std::string kept, line;
+  std::vector<std::vector<std::string>> runs;
+  std::string line;
   const std::string key = "\"step\": ";
+  int64_t last = 0;
   while (std::getline(in, line)) {
     const size_t at = line.find(key);
-    if (at != std::string::npos && std::atoll(line.c_str() + at + key.size()) <= last_step) kept += line + "\n";
+    if (at == std::string::npos) continue;
+    const int64_t step = std::atoll(line.c_str() + at + key.size());
+    if (runs.empty() || step <= last) runs.emplace_back();
+    runs.back().push_back(line);
+    last = step;
   }
-  return kept;
+  return runs;
+}
+
+// Rewrites `path` without the last run's rows past `last_step` (written by a run that was
+// interrupted after its checkpoint); the earlier runs' rows stay. Atomic: temp file, rename.
+void drop_rows_after(const std::string& path, int64_t last_step) {
+  std::vector<std::vector<std::string>> runs = runs_in(path);
+  if (runs.empty()) return;
+  const std::string key = "\"step\": ";
+  std::erase_if(runs.back(), [&](const std::string& row) {
+    return std::atoll(row.c_str() + row.find(key) + key.size()) > last_step;
+  });
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& run : runs) {
+      for (const std::string& row : run) out << row << "\n";
+    }
+    if (!out) throw UserError("cannot write metrics file " + tmp + "; choose another --metrics path");
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace
@@ -46,9 +74,13 @@ MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
   if (path.empty()) return;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  const std::string earlier = resumed_at > 0 ? rows_up_to(path, resumed_at) : "";
-  file_ = std::fopen(path.c_str(), "w");
-  if (file_) std::fputs(earlier.c_str(), file_);
+  if (resumed_at > 0) {
+    drop_rows_after(path, resumed_at);
+  } else if (const size_t earlier = runs_in(path).size(); earlier > 0) {
+    std::printf("metrics %s: holds %zu earlier run%s; this run's rows follow them (launch/plot_loss.py plots each "
+                "run)\n", path.c_str(), earlier, earlier == 1 ? "" : "s");
+  }
+  file_ = std::fopen(path.c_str(), "a");  // never truncated: a fresh run appends
   if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
 }
 
