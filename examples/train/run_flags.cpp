@@ -84,7 +84,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   o.add_options("optimisation")
       ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
       ("seq-len", "tokens per sequence (default: the model context)", cxxopts::value<int64_t>()->default_value("0"))
-      ("steps", "optimizer steps", cxxopts::value<int64_t>()->default_value(std::to_string(r.steps)))
+      ("steps", "optimizer steps, also the length of the lr schedule: a run resumed with more --steps than it "
+       "started with stretches the cosine decay (and a capped or -1 warmup) over the new total", cxxopts::value<int64_t>()->default_value(std::to_string(r.steps)))
       ("grad-accum", "microbatches per step (no sync until the last)", cxxopts::value<int>()->default_value("1"))
       ("optimizer", "adamw or sgd", cxxopts::value<std::string>()->default_value(r.optimizer))
       ("lr", "peak learning rate", cxxopts::value<double>()->default_value(std::to_string(r.lr)))
