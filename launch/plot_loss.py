@@ -20,8 +20,14 @@ import sys
 def read_runs(path):
     """The runs in one metrics file, by name: train_gpt appends a fresh run's rows to an
     existing file, and a step not above the one before starts the next run."""
+    rows = []
     with open(path) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a row cut short by a killed run
+                if line.strip():
+                    print(f"{path}:{number}: not a whole JSON row, passed over", file=sys.stderr)
     runs = []
     for row in rows:
         if not runs or row["step"] <= runs[-1][-1]["step"]:

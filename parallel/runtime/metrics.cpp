@@ -82,6 +82,13 @@ MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
   }
   file_ = std::fopen(path.c_str(), "a");  // never truncated: a fresh run appends
   if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
+  // A run killed mid-row left a line without its newline: end it, so this run's first
+  // row starts a line of its own (runs_in passes over the broken one).
+  std::ifstream last(path, std::ios::ate | std::ios::binary);
+  if (last && last.tellg() > 0) {
+    last.seekg(-1, std::ios::end);
+    if (last.get() != '\n') std::fputc('\n', file_);
+  }
 }
 
 MetricsLog::~MetricsLog() {
