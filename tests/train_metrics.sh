@@ -5,12 +5,9 @@
 # checkpoint, keeping the first run's whole.
 set -euo pipefail
 train=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+source "$(dirname "$0")/matrix_common.sh"  # dir; losses, steps
 cd "$dir"  # the default --metrics must not land in the working directory's runs/
 common=(--model gpt-tiny --warmup 2 --eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 1 --threads 1)
-steps() { grep -o '"step": [0-9]*' "$1" | awk '{print $2}' | tr '\n' ' '; }
-losses() { grep -o '"loss": [^,]*' "$1"; }
 
 "$train" "${common[@]}" --steps 2 --ckpt-dir "$dir/a" > /dev/null
 [ -f "$dir/a/metrics.jsonl" ] || { echo "FAIL: no metrics.jsonl in --ckpt-dir $dir/a"; ls -R "$dir"; exit 1; }

@@ -1,6 +1,7 @@
 #include "parallel/runtime/metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,18 +30,24 @@ double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
 
 namespace {
 
+// The step of a metrics row, -1 for a line without one (cut short by a killed run).
+int64_t step_of(const std::string& row) {
+  const std::string key = "\"step\": ";
+  const size_t at = row.find(key);
+  if (at == std::string::npos || !std::isdigit(static_cast<unsigned char>(row[at + key.size()]))) return -1;
+  return std::atoll(row.c_str() + at + key.size());
+}
+
 // The rows of the JSONL file at `path`, split into runs: within a run the steps rise, so a
 // row whose step is not above the one before starts the next run (a fresh run appended).
 std::vector<std::vector<std::string>> runs_in(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::vector<std::string>> runs;
   std::string line;
-  const std::string key = "\"step\": ";
   int64_t last = 0;
   while (std::getline(in, line)) {
-    const size_t at = line.find(key);
-    if (at == std::string::npos) continue;
-    const int64_t step = std::atoll(line.c_str() + at + key.size());
+    const int64_t step = step_of(line);
+    if (step < 0) continue;
     if (runs.empty() || step <= last) runs.emplace_back();
     runs.back().push_back(line);
     last = step;
@@ -53,10 +60,7 @@ std::vector<std::vector<std::string>> runs_in(const std::string& path) {
 void drop_rows_after(const std::string& path, int64_t last_step) {
   std::vector<std::vector<std::string>> runs = runs_in(path);
   if (runs.empty()) return;
-  const std::string key = "\"step\": ";
-  std::erase_if(runs.back(), [&](const std::string& row) {
-    return std::atoll(row.c_str() + row.find(key) + key.size()) > last_step;
-  });
+  std::erase_if(runs.back(), [&](const std::string& row) { return step_of(row) > last_step; });
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
