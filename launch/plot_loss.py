@@ -6,7 +6,8 @@ measured beside its prediction.
     python3 launch/plot_loss.py [runs/metrics.jsonl ...] [-o loss.png]
     python3 launch/plot_loss.py --perf [runs/metrics.jsonl ...] [-o perf.png]
 
-With matplotlib (apt-get install python3-matplotlib) it writes a PNG; without it, it
+A file holding several runs (train_gpt appends a fresh run to an existing file) is shown
+run by run. With matplotlib (apt-get install python3-matplotlib) it writes a PNG; without it, it
 prints a text chart of the training loss and a table of the evaluations (--perf: a table
 of medians).
 """
@@ -16,9 +17,25 @@ import math
 import sys
 
 
-def read_rows(path):
+def read_runs(path):
+    """The runs in one metrics file, by name: train_gpt appends a fresh run's rows to an
+    existing file, and a step not above the one before starts the next run."""
+    rows = []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a row cut short by a killed run
+                if line.strip():
+                    print(f"{path}:{number}: not a whole JSON row, passed over", file=sys.stderr)
+    runs = []
+    for row in rows:
+        if not runs or row["step"] <= runs[-1][-1]["step"]:
+            runs.append([])
+        runs[-1].append(row)
+    if len(runs) <= 1:
+        return {path: rows}
+    return {f"{path} (run {i + 1} of {len(runs)})": run for i, run in enumerate(runs)}
 
 
 def series(rows, key):
@@ -145,7 +162,7 @@ def main():
     parser.add_argument("--text", action="store_true", help="print the text chart even if matplotlib is available")
     parser.add_argument("--perf", action="store_true", help="MFU, communication per axis, step time vs predicted")
     args = parser.parse_args()
-    runs = {path: read_rows(path) for path in args.metrics}
+    runs = {name: rows for path in args.metrics for name, rows in read_runs(path).items()}
     text = perf_text if args.perf else plot_text
     if args.text:
         return text(runs)

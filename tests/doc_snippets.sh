@@ -8,6 +8,11 @@
 # block fenced ```text expected-output after a runnable snippet is what it prints: each of
 # its lines other than "..." must be a line of the snippet's output (spaces compared as
 # runs), so a figure that changes shows up here.
+# Every other fenced block must say what it is, so that no command goes unchecked by
+# accident: a block with no language fails the test, and so does a command block --
+# fenced bash, sh, shell, console or python, or any block whose first line is a "$ "
+# prompt -- that is neither runnable nor marked ```bash illustration (or ```console
+# illustration ...): shown, never run (a long job, another machine, an abridged output).
 # The snippets of one document run in order in one scratch directory (a document is read
 # top-down: a later snippet may use what an earlier one wrote), holding links to the
 # repository's folders, with `build` linking to BUILD and BUILD/examples on PATH, so
@@ -22,7 +27,11 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # One file per snippet: N.sh or N.py, its place N.where ("file:line"), N.before, N.expect.
 (cd "$repo" && awk -v out="$tmp" '
-  FNR == 1 { before = ""; before_line = -1 }
+  function unchecked(why) { print FILENAME ":" FNR ": " why > (out "/unchecked") }
+  FNR == 1 { before = ""; before_line = -1; plain = 0 }
+  plain && /^```/ { plain = 0; next }
+  plain == 1 { plain = 2; if (/^\$ / && info !~ / illustration$/) unchecked("a \"$ \" command in a block not marked runnable or illustration") }
+  plain { next }
   /^<!-- before: .* -->$/ { before = $0; sub(/^<!-- before: /, "", before); sub(/ -->$/, "", before); before_line = FNR; next }
   !inside && /^```(bash|python) runnable/ {
     n++; inside = 1; body = out "/" n ($0 ~ /python/ ? ".py" : ".sh")
@@ -35,8 +44,18 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     inside = 1; body = out "/" n ".expect"; printf "" > body; next
   }
   inside && /^```/ { inside = 0; close(body); last_file = FILENAME; next }
-  inside { print >> body }
+  inside { print >> body; next }
+  /^```/ {
+    plain = 1; info = substr($0, 4); lang = info; sub(/ .*/, "", lang)
+    if (info == "") unchecked("a block with no language (text for output, bash runnable or bash illustration for commands)")
+    else if (lang ~ /^(bash|sh|shell|console|python)$/ && info !~ / illustration$/)
+      unchecked("a " lang " block neither runnable nor marked illustration")
+  }
 ' README.md docs/*.md)
+if [ -s "$tmp/unchecked" ]; then
+  echo "FAIL: command blocks the test does not check; fence each \`\`\`bash runnable (checked) or \`\`\`bash illustration:"
+  sed 's/^/  /' "$tmp/unchecked"; exit 1
+fi
 
 python_ok=1
 /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null || python_ok=0

@@ -5,6 +5,7 @@
 # model_flags MODEL   train_gpt flags of gpt, llama or moe (all with 4 query heads, so that
 #                     tensor=2 divides them)
 # losses FILE         the losses of a train_gpt --metrics file, one per line
+# steps FILE          its steps, on one line: "1 2 3 "
 # meshes              every mesh of data, fsdp, pipe, expert and tensor axes of size 1 or 2
 #                     with 2 to MAX_RANKS (default 8) ranks, e.g. "data=2,expert=2", one per line
 # ranks_of MESH       the ranks a mesh needs
@@ -18,6 +19,7 @@ model_flags() {
   esac
 }
 losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
+steps() { grep -o '"step": [0-9]*' "$1" | awk '{print $2}' | tr '\n' ' '; }
 meshes() {
   local d f p e t kv spec
   for d in 1 2; do for f in 1 2; do for p in 1 2; do for e in 1 2; do for t in 1 2; do

@@ -5,8 +5,7 @@
 # run's, step by step.
 set -euo pipefail
 train=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+source "$(dirname "$0")/matrix_common.sh"  # dir; losses, steps
 common=(--model gpt-tiny --steps 6 --warmup 2 --eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 1
         --threads 1 --metrics "$dir/metrics.jsonl" --ckpt-dir "$dir/ckpt" --ckpt-every 3)
 "$train" "${common[@]}" > /dev/null
@@ -14,8 +13,6 @@ cp "$dir/metrics.jsonl" "$dir/uninterrupted.jsonl"
 head -c 1000 "$dir/ckpt/ckpt_000006.h5" > "$dir/ckpt/damaged" && mv "$dir/ckpt/damaged" "$dir/ckpt/ckpt_000006.h5"
 out=$("$train" "${common[@]}" --resume latest)
 grep -q "resumed from $dir/ckpt/ckpt_000003.h5 at step 3" <<<"$out" || { echo "FAIL: $out"; exit 1; }
-steps() { grep -o '"step": [0-9]*' "$1" | awk '{print $2}' | tr '\n' ' '; }
 [ "$(steps "$dir/metrics.jsonl")" = "1 2 3 4 5 6 " ] || { echo "FAIL: steps $(steps "$dir/metrics.jsonl")"; exit 1; }
-losses() { grep -o '"loss": [^,]*' "$1"; }
 diff <(losses "$dir/uninterrupted.jsonl") <(losses "$dir/metrics.jsonl") || { echo "FAIL: losses differ"; exit 1; }
 echo "ok: --resume latest passed over the damaged step-6 checkpoint, resumed at step 3, metrics steps 1..6 once each"

@@ -1,6 +1,7 @@
 #include "examples/train/run_flags.h"
 
 #include <cxxopts.hpp>
+#include <filesystem>
 
 #include "examples/train/config_file.h"
 #include "framework/error.h"
@@ -83,7 +84,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   o.add_options("optimisation")
       ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
       ("seq-len", "tokens per sequence (default: the model context)", cxxopts::value<int64_t>()->default_value("0"))
-      ("steps", "optimizer steps", cxxopts::value<int64_t>()->default_value(std::to_string(r.steps)))
+      ("steps", "optimizer steps, also the length of the lr schedule: a run resumed with more --steps than it "
+       "started with stretches the cosine decay (and a capped or -1 warmup) over the new total", cxxopts::value<int64_t>()->default_value(std::to_string(r.steps)))
       ("grad-accum", "microbatches per step (no sync until the last)", cxxopts::value<int>()->default_value("1"))
       ("optimizer", "adamw or sgd", cxxopts::value<std::string>()->default_value(r.optimizer))
       ("lr", "peak learning rate", cxxopts::value<double>()->default_value(std::to_string(r.lr)))
@@ -109,7 +111,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("eval-batches", "held-out batches per evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_batches)))
       ("eval-problems", "arithmetic problems scored per evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(r.eval_problems)))
       ("log-every", "steps between progress lines", cxxopts::value<int64_t>()->default_value(std::to_string(r.log_every)))
-      ("metrics", "JSONL file, one object per step ('' to disable)", cxxopts::value<std::string>()->default_value(r.metrics))
+      ("metrics", "JSONL file, one object per step, appended to if it exists ('' to disable; default: "
+       "metrics.jsonl in --ckpt-dir)", cxxopts::value<std::string>())
       ("ckpt-dir", "directory for checkpoints", cxxopts::value<std::string>()->default_value(r.ckpt_dir))
       ("ckpt-every", "steps between checkpoints (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
       ("save-step0", "also write ckpt_000000.h5 before the first step: the initial weights, e.g. to load into "
@@ -232,8 +235,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.eval_batches = p["eval-batches"].as<int64_t>();
   r.eval_problems = p["eval-problems"].as<int64_t>();
   r.log_every = p["log-every"].as<int64_t>();
-  r.metrics = p["metrics"].as<std::string>();
   r.ckpt_dir = p["ckpt-dir"].as<std::string>();
+  r.metrics = p.count("metrics") ? p["metrics"].as<std::string>()
+                                 : (std::filesystem::path(r.ckpt_dir) / "metrics.jsonl").string();
   r.ckpt_every = p["ckpt-every"].as<int64_t>();
   r.save_step0 = p.count("save-step0") > 0;
   r.dump_grads = p["dump-grads"].as<std::string>();

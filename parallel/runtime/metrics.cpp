@@ -1,7 +1,9 @@
 #include "parallel/runtime/metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,16 +30,46 @@ double train_flops_per_token(const nn::ModelConfig& c, int64_t seq_len) {
 
 namespace {
 
-// The rows of the JSONL file at `path` whose step is at most `last_step`.
-std::string rows_up_to(const std::string& path, int64_t last_step) {
-  std::ifstream in(path);
-  std::string kept, line;
+// The step of a metrics row, -1 for a line without one (cut short by a killed run).
+int64_t step_of(const std::string& row) {
   const std::string key = "\"step\": ";
+  const size_t at = row.find(key);
+  if (at == std::string::npos || !std::isdigit(static_cast<unsigned char>(row[at + key.size()]))) return -1;
+  return std::atoll(row.c_str() + at + key.size());
+}
+
+// The rows of the JSONL file at `path`, split into runs: within a run the steps rise, so a
+// row whose step is not above the one before starts the next run (a fresh run appended).
+std::vector<std::vector<std::string>> runs_in(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> runs;
+  std::string line;
+  int64_t last = 0;
   while (std::getline(in, line)) {
-    const size_t at = line.find(key);
-    if (at != std::string::npos && std::atoll(line.c_str() + at + key.size()) <= last_step) kept += line + "\n";
+    const int64_t step = step_of(line);
+    if (step < 0) continue;
+    if (runs.empty() || step <= last) runs.emplace_back();
+    runs.back().push_back(line);
+    last = step;
   }
-  return kept;
+  return runs;
+}
+
+// Rewrites `path` without the last run's rows past `last_step` (written by a run that was
+// interrupted after its checkpoint); the earlier runs' rows stay. Atomic: temp file, rename.
+void drop_rows_after(const std::string& path, int64_t last_step) {
+  std::vector<std::vector<std::string>> runs = runs_in(path);
+  if (runs.empty()) return;
+  std::erase_if(runs.back(), [&](const std::string& row) { return step_of(row) > last_step; });
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& run : runs) {
+      for (const std::string& row : run) out << row << "\n";
+    }
+    if (!out) throw UserError("cannot write metrics file " + tmp + "; choose another --metrics path");
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace
@@ -46,10 +78,21 @@ MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
   if (path.empty()) return;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  const std::string earlier = resumed_at > 0 ? rows_up_to(path, resumed_at) : "";
-  file_ = std::fopen(path.c_str(), "w");
-  if (file_) std::fputs(earlier.c_str(), file_);
+  if (resumed_at > 0) {
+    drop_rows_after(path, resumed_at);
+  } else if (const size_t earlier = runs_in(path).size(); earlier > 0) {
+    std::printf("metrics %s: holds %zu earlier run%s; this run's rows follow them (launch/plot_loss.py plots each "
+                "run)\n", path.c_str(), earlier, earlier == 1 ? "" : "s");
+  }
+  file_ = std::fopen(path.c_str(), "a");  // never truncated: a fresh run appends
   if (!file_) throw UserError("cannot open metrics file " + path + " for writing; choose another --metrics path");
+  // A run killed mid-row left a line without its newline: end it, so this run's first
+  // row starts a line of its own (runs_in passes over the broken one).
+  std::ifstream last(path, std::ios::ate | std::ios::binary);
+  if (last && last.tellg() > 0) {
+    last.seekg(-1, std::ios::end);
+    if (last.get() != '\n') std::fputc('\n', file_);
+  }
 }
 
 MetricsLog::~MetricsLog() {

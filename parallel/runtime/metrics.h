@@ -26,8 +26,11 @@ double median(std::vector<double> v);
 
 class MetricsLog {
  public:
-  // "" disables the file. A run resumed at step `resumed_at` (> 0) continues the file: rows
-  // of later steps, written by the run that was interrupted after its checkpoint, go.
+  // "" disables the file. An existing file is never truncated: a fresh run appends its rows
+  // after the earlier runs' (within a run the steps rise, so a step not above the one
+  // before starts a run). A run resumed at step `resumed_at` (> 0) continues the file's
+  // last run: that run's rows of later steps, written after its checkpoint by the run that
+  // was interrupted, go; earlier runs' rows stay.
   MetricsLog(const std::string& path, int64_t resumed_at);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

@@ -42,7 +42,7 @@ struct RunConfig {
   // evaluation, logging, checkpoints
   int64_t eval_every = 250, eval_batches = 4, eval_problems = 100;
   int64_t log_every = 50;
-  std::string metrics = "runs/metrics.jsonl";
+  std::string metrics = "runs/metrics.jsonl";  // JSONL, appended to; train_gpt: <ckpt_dir>/metrics.jsonl
   std::string ckpt_dir = "runs";
   int64_t ckpt_every = 0;   // 0: only at the end
   bool save_step0 = false;  // also a checkpoint of the initial weights
