@@ -86,11 +86,6 @@ void check_context(const LayoutChecks& c, const Layout& l) {
                     "capacity and load-balancing loss are taken per whole sequence, which no rank holds; use the data "
                     "and expert axes for MoE models");
   }
-  if (l.pipe > 1) {
-    throw UserError("context=" + str(l.context) + " with pipe=" + str(l.pipe) +
-                    " does not train yet (the pipeline passes whole sequences); use context with data, fsdp, tensor "
-                    "or expert axes");
-  }
 }
 
 }  // namespace

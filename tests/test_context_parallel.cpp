@@ -3,7 +3,7 @@
 // multi-head and grouped-query), the gradient through the ring equals finite differences,
 // and whole training runs give the single process's loss and pre-clip gradient norm step
 // by step on every rank, alone and with data x ZeRO-1/2/3, fsdp, tensor (with sequence
-// parallelism), remat and accumulation; the traced bytes on the context axis
+// parallelism), pipe (1F1B, zero-bubble, interleaved), remat and accumulation; the traced bytes on the context axis
 // equal the formula, and layouts that cannot be cut are clear errors.
 //
 // Tolerance: the layouts differ only in fp32 summation order (the online softmax merges
@@ -60,14 +60,17 @@ struct Case {
   int accum = 1;
   nn::Remat remat = nn::Remat::None;
   TensorParallelConfig tp = {};
+  PipelineConfig pipeline = {};  // its microbatches are `accum`
+  int64_t layers = 2;
 };
 
-nn::ModelConfig config_of(const Case& k) { return small_model(k.arch, k.remat, 2); }
+nn::ModelConfig config_of(const Case& k) { return small_model(k.arch, k.remat, k.layers); }
 
 std::string describe(const Case& k) {
   return k.spec + " " + nn::arch_name(k.arch) + " " + context_comm_name(k.cp.comm) +
          (k.cp.load_balance ? " balanced" : " contiguous") + " ZeRO-" + std::to_string(k.zero) + " accum " +
-         std::to_string(k.accum) + " remat " + nn::remat_name(k.remat) + (k.tp.sequence_parallel ? " +SP" : "");
+         std::to_string(k.accum) + " remat " + nn::remat_name(k.remat) + (k.tp.sequence_parallel ? " +SP" : "") +
+         " schedule " + to_string(k.pipeline.schedule);
 }
 
 // The bytes the context axis moves in one microbatch per attention layer, from the
@@ -88,7 +91,8 @@ void check_case(const Case& k) {
   const nn::ModelConfig c = config_of(k);
   const Layout layout = Layout::from_spec(k.spec);
   layout.validate({.model = c, .global_batch = kBatch, .microbatches = k.accum, .zero = k.zero,
-                   .sequence_parallel = k.tp.sequence_parallel, .seq_len = kSeq,
+                   .sequence_parallel = k.tp.sequence_parallel, .pipeline_schedule = k.pipeline.schedule,
+                   .virtual_stages = k.pipeline.virtual_stages, .seq_len = kSeq,
                    .context_load_balance = k.cp.load_balance},
                   world_size());
   Mesh mesh(MPI_COMM_WORLD, layout.axes);
@@ -98,8 +102,8 @@ void check_case(const Case& k) {
     nn::DeferParameters defer;
     return std::make_unique<nn::Transformer>(c);
   }();
-  ParallelConfig config{.data = {.zero = k.zero, .bucket_mb = 0.01, .seed = kSeed}, .tensor = k.tp, .pipeline = {},
-                        .context = k.cp};
+  ParallelConfig config{.data = {.zero = k.zero, .bucket_mb = 0.01, .seed = kSeed}, .tensor = k.tp,
+                        .pipeline = k.pipeline, .context = k.cp};
   config.pipeline.microbatches = k.accum;
   const StepPlan plan = plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = k.accum});
   check_plan_agreement(mesh, plan);
@@ -112,11 +116,12 @@ void check_case(const Case& k) {
   for (const PlannedCollective& e : plan) planned += e.group == kContextAxis ? e.bytes : 0;
   mesh.context().trace.set_recording(false);
   check_losses_and_norms(ref, got);
-  // Bytes: the formula, for every attention layer and microbatch.
+  // Bytes: the formula, for every attention layer this rank runs (its stage's) and microbatch.
   const int64_t rows = kBatch / DataAxes::of(mesh).batch->size() / k.accum;
-  CHECK(traced == int64_t{kSteps} * k.accum * c.n_layers * context_bytes_per_layer(c, mesh, k.cp, rows));
+  const int64_t layers = c.n_layers / mesh.size_of(kPipeAxis);
+  CHECK(traced == int64_t{kSteps} * k.accum * layers * context_bytes_per_layer(c, mesh, k.cp, rows));
   CHECK(planned * kSteps == traced);
-  if (!mesh.splits(kTensorAxis)) {  // whole parameters on every rank
+  if (!mesh.splits(kTensorAxis) && !mesh.splits(kPipeAxis)) {  // whole parameters on every rank
     double worst = 0;
     for (const auto& [name, values] : ref.params) {
       const std::vector<float>& mine = got.params.at(name);
@@ -224,15 +229,22 @@ TEST_CASE("context parallelism trains exactly like the single process") {
              {.spec = "fsdp=2,context=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 2},
              {.spec = "data=2,context=2", .arch = nn::Arch::Gpt, .cp = ring, .remat = nn::Remat::SaveMatmulOutputs},
              {.spec = "context=2,tensor=2", .arch = nn::Arch::Llama, .cp = ring, .tp = {.sequence_parallel = true}},
-             {.spec = "context=2,tensor=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1}};
+             {.spec = "context=2,tensor=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1},
+             {.spec = "pipe=2,context=2", .arch = nn::Arch::Llama, .cp = ring, .accum = 4},
+             {.spec = "pipe=2,context=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1, .accum = 2,
+              .remat = nn::Remat::Full, .pipeline = {.schedule = ScheduleKind::kZeroBubble}},
+             {.spec = "pipe=2,context=2", .arch = nn::Arch::Llama, .cp = ring, .accum = 4,
+              .pipeline = {.schedule = ScheduleKind::kInterleaved, .virtual_stages = 2}, .layers = 4}};
   } else if (n == 8) {
     cases = {{.spec = "data=2,context=2,tensor=2", .arch = nn::Arch::Llama, .cp = ring, .zero = 3,
+              .tp = {.sequence_parallel = true}},
+             {.spec = "pipe=2,context=2,tensor=2", .arch = nn::Arch::Gpt, .cp = ring, .accum = 2,
               .tp = {.sequence_parallel = true}}};
   }
   for (const Case& k : cases) check_case(k);
 }
 
-TEST_CASE("a sequence the context axis cannot cut, and a pipe axis with it, are clear errors before any collective") {
+TEST_CASE("a sequence the context axis cannot cut, and an MoE model, are clear errors before any collective") {
   const nn::ModelConfig c = nn::ModelConfig::preset("llama-tiny");
   const auto error = [&](const std::string& spec, int64_t seq_len, bool balance) {
     return user_error_of([&] {
@@ -242,7 +254,6 @@ TEST_CASE("a sequence the context axis cannot cut, and a pipe axis with it, are 
   CHECK(error("context=2", 6, true).find("sequence length 6 does not split into the 4 chunks of context=2 with load "
                                           "balancing") != std::string::npos);
   CHECK(error("context=4", 6, false).find("choose a sequence length that is a multiple of 4") != std::string::npos);
-  CHECK(error("pipe=2,context=2", 16, true).find("context=2 with pipe=2") != std::string::npos);
   CHECK(user_error_of([&] {
           Layout::from_spec("context=2").validate({.model = nn::ModelConfig::preset("llama-moe-tiny"), .seq_len = 16});
         }).find("context=2 with a mixture-of-experts model does not train yet") != std::string::npos);
