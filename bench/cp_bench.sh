@@ -7,7 +7,9 @@
 # each context rank's attention time per step (slowest and fastest: the imbalance the
 # head-tail balance removes) with the ring's exposed wait. Then the ring again with the
 # links of a TPU v5p emulated in delay mode and slowed by the compute ratio of this CPU to
-# the chip (--link-scale, docs/collectives.md): how much of the ring the attention hides.
+# the chip (--link-scale, docs/collectives.md): how much of the ring the attention hides,
+# at T 4096 and at LONG_SEQ (default 16384, one sequence, 4 steps), where each ring step's
+# attention FLOPs per K/V byte exceed the chip's FLOPs per link byte (docs/context_parallel.md).
 # Usage: bench/cp_bench.sh [build-dir]     (STEPS=6 by default; needs mpirun)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,10 @@ done
 local_gflops=$("$build/examples/shardlab-plan" hw | awk '$1 == "local" { print $3 }')
 scale=$(awk -v local="$local_gflops" 'BEGIN { printf "%.0f", 459e3 / local }')  # tpu-v5p's 459 TFLOP/s over this CPU's
 echo "== the ring on emulated tpu-v5p links (delay mode, --link-scale $scale)"
-run "context=2 ring, v5p links" 2 1 --mesh context=2 --cp-comm ring --link-profile tpu-v5p --link-mode delay \
-  --link-scale "$scale"
-printf "%-30s %s\n" "context=2 ring, v5p links" "$(attention "context=2 ring, v5p links")"
+v5p=(--mesh context=2 --cp-comm ring --link-profile tpu-v5p --link-mode delay --link-scale "$scale")
+run "T $seq, v5p links" 2 1 "${v5p[@]}"
+long=${LONG_SEQ:-16384}
+common=(--model llama-tiny --context "$long" --d-model 128 --layers 2 --heads 4 --kv-heads 2 --d-ff 344 --batch 1
+        --steps 4 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 1000 --ckpt-dir "$tmp/ckpt")
+run "T $long, v5p links" 2 1 "${v5p[@]}"
+for name in "T $seq, v5p links" "T $long, v5p links"; do printf "%-30s %s\n" "$name" "$(attention "$name")"; done
