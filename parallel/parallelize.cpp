@@ -30,6 +30,14 @@ DataParallelConfig data_config(const ParallelConfig& config) {
   return data;
 }
 
+// The context axis's configuration as the precision policy completes it: K/V blocks
+// travel in the compute dtype.
+ContextParallelConfig context_config(const ParallelConfig& config) {
+  ContextParallelConfig context = config.context;
+  context.kv_dtype = config.precision.compute;
+  return context;
+}
+
 // The data-parallel strategy of the ZeRO stage, and the collectives it issues in a step.
 std::unique_ptr<GradientSync> make_gradient_sync(nn::Transformer& model, const Mesh& mesh,
                                                  const DataParallelConfig& config, const ModelSplit& split) {
@@ -106,7 +114,9 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
         pipeline = std::make_unique<PipelineParallel>(model, mesh, pipeline_config(mesh, config), split.shards);
         split.shards = pipeline->shards();
         break;
-      case Strategy::kContext: context = apply_context_parallel(model, mesh.axis(kContextAxis), config.context); break;
+      case Strategy::kContext:
+        context = apply_context_parallel(model, mesh.axis(kContextAxis), context_config(config));
+        break;
       case Strategy::kData:
         sync = make_gradient_sync(model, mesh, data_config(config), split);
         break;
@@ -182,8 +192,8 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
       case Strategy::kContext: {
         int64_t layers = 0;  // this rank's attention layers
         for (const auto& block : sharded.blocks) layers += block->attn.wqkv.weight.defined() ? 1 : 0;
-        plan_context_parallel_step(plan, mesh, model.config, config.context, rows, step.seq_len, step.microbatches,
-                                   layers);
+        plan_context_parallel_step(plan, mesh, model.config, context_config(config), rows, step.seq_len,
+                                   step.microbatches, layers);
         break;
       }
       case Strategy::kData: {

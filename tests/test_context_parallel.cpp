@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "framework/autograd.h"
@@ -156,12 +157,45 @@ TEST_CASE("ring and all-gather attention equal causal attention on each rank's p
         const std::vector<int64_t> mine = split.positions(axis.rank(), T / c);
         Tensor local = rows_at(qkv, mine);
         local.set_requires_grad(true);
-        const Tensor y = context_attention(axis, split, comm, local, N, K);
+        const Tensor y = context_attention(axis, split, {.comm = comm, .load_balance = balance}, local, N, K);
         CHECK(max_difference(y, rows_at(y_ref, mine)) <= 1e-5);
         run_backward(y, rows_at(dy, mine));
         CHECK(max_difference(local.grad(), rows_at(whole.grad(), mine)) <= 2e-5);
       }
     }
+  }
+}
+
+TEST_CASE("under a bf16 policy K/V blocks travel as bf16: half the bytes, the same attention") {
+  const int c = world_size();
+  if (c == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "context=" + std::to_string(c));
+  const AxisGroup& axis = mesh.axis(kContextAxis);
+  const PrecisionScope bf16({.compute = DType::kBF16, .matmul = Bf16Matmul::kRounded});
+  const int N = 4, K = 2;
+  const int64_t B = 2, T = 8 * c, H = 4, C = (N + 2 * K) * H;
+  const Tensor qkv = random_tensor({B, T, C}, 71);
+  const SequenceSplit split{.size = c, .load_balance = true};
+  const std::vector<int64_t> mine = split.positions(axis.rank(), T / c);
+  NoGradGuard no_grad;
+  const Tensor y_ref = rows_at(ops::causal_attention(qkv, N, K), mine);
+  for (const ContextComm comm : {ContextComm::kRing, ContextComm::kAllGather}) {
+    CAPTURE(context_comm_name(comm));
+    std::map<DType, int64_t> bytes;
+    std::map<DType, Tensor> out;
+    for (const DType wire : {DType::kF32, DType::kBF16}) {
+      mesh.context().trace.clear();
+      mesh.context().trace.set_recording(true);
+      out[wire] = context_attention(axis, split, {.comm = comm, .kv_dtype = wire}, rows_at(qkv, mine), N, K);
+      for (const CommRecord& e : mesh.context().trace.events()) bytes[wire] += e.bytes;
+      mesh.context().trace.set_recording(false);
+    }
+    // The matmuls round K and V to bf16 whatever they travelled as: bit for bit the same.
+    CHECK(max_difference(out[DType::kF32], out[DType::kBF16]) == 0.0);
+    // Against one process: both multiply bf16 operands, but the online softmax rounds its
+    // unnormalised block probabilities where one process rounds normalised ones (2^-8).
+    CHECK(max_difference(out[DType::kBF16], y_ref) <= 1e-2);
+    CHECK(bytes[DType::kBF16] * 2 == bytes[DType::kF32]);
   }
 }
 
@@ -179,13 +213,13 @@ TEST_CASE("the gradient of attention through the ring equals finite differences"
   // L = sum over the whole sequence of y * r, each rank adding its positions.
   const auto loss = [&](const Tensor& local) {
     NoGradGuard no_grad;
-    double sum = weighted_sum(context_attention(axis, split, ContextComm::kRing, local, N, K), rows_at(r, mine));
+    double sum = weighted_sum(context_attention(axis, split, {}, local, N, K), rows_at(r, mine));
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return sum;
   };
   Tensor local = rows_at(global, mine);
   local.set_requires_grad(true);
-  run_backward(context_attention(axis, split, ContextComm::kRing, local, N, K), rows_at(r, mine));
+  run_backward(context_attention(axis, split, {}, local, N, K), rows_at(r, mine));
   std::vector<double> analytic(T * C, 0.0);  // the whole sequence's gradient, each rank its rows
   for (size_t i = 0; i < mine.size(); ++i) {
     for (int64_t j = 0; j < C; ++j) analytic[mine[i] * C + j] = local.grad().data()[i * C + j];

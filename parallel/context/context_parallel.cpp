@@ -35,6 +35,37 @@ void add_into(Tensor& into, const Tensor& x) {
 std::span<const float> values(const Tensor& t) { return {t.data(), static_cast<size_t>(t.numel())}; }
 std::span<float> values(Tensor& t) { return {t.data(), static_cast<size_t>(t.numel())}; }
 
+// A key/value block on its way from this rank to the next of the ring, and the previous
+// rank's on its way here, in the wire dtype: bf16 values travel two to a float (half
+// the bytes) and are widened on arrival.
+class BlockPass {
+ public:
+  BlockPass() = default;  // nothing in flight
+  BlockPass(const AxisGroup& axis, const Tensor& block, DType wire) : arrived_(Tensor::empty(block.shape())) {
+    if (wire == DType::kF32) {
+      handle_ = ppermute_async(axis, values(block), values(arrived_), 1);
+      return;
+    }
+    const int64_t n = block.numel();
+    SL_ASSERT(n % 2 == 0, "a bf16 K/V block of " + std::to_string(n) + " values: an even count travels");
+    sent_ = Bf16Array::of(block.data(), n);
+    received_ = Bf16Array(n);
+    handle_ = ppermute_async(axis, {reinterpret_cast<const float*>(sent_.data()), static_cast<size_t>(n / 2)},
+                             {reinterpret_cast<float*>(received_.data()), static_cast<size_t>(n / 2)}, 1);
+  }
+  void wait() { handle_.wait(); }
+  // The previous rank's block (after wait()).
+  Tensor arrived() {
+    if (received_.defined()) received_.to_float(arrived_.data()), received_ = Bf16Array();
+    return arrived_;
+  }
+
+ private:
+  CollectiveHandle handle_;
+  Tensor arrived_;
+  Bf16Array sent_, received_;
+};
+
 // Every rank's spans for a local length, by coordinate on the axis.
 std::vector<Spans> spans_by_rank(const SequenceSplit& split, int64_t local) {
   std::vector<Spans> out;
@@ -44,7 +75,7 @@ std::vector<Spans> spans_by_rank(const SequenceSplit& split, int64_t local) {
 
 // The ring: c steps, each attending to the key/value block in hand while the next one
 // arrives from the previous rank (ppermute by +1). Rank r holds rank (r - s)'s block at step s.
-Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, const Tensor& qkv, int n_heads,
+Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType wire, const Tensor& qkv, int n_heads,
                       int n_kv_heads, const std::shared_ptr<ContextTimes>& times) {
   double* compute = times ? &times->compute_seconds : nullptr;
   double* exposed = times ? &times->exposed_comm_seconds : nullptr;
@@ -54,13 +85,13 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, const T
   const auto owner = [c, me](int step) { return ((me - step) % c + c) % c; };
   const Tensor kv = ops::key_values(qkv, h);
   ops::OnlineAttention attention(h, qkv);
-  Tensor block = kv, next = Tensor::empty(kv.shape());
+  Tensor block = kv;
   for (int s = 0; s < c; ++s) {
-    CollectiveHandle pass;
-    if (s + 1 < c) pass = ppermute_async(axis, values(block), values(next), 1);
+    BlockPass pass;
+    if (s + 1 < c) pass = BlockPass(axis, block, wire);
     timed(compute, [&] { attention.attend(spans[me], block, spans[owner(s)]); });
     timed(exposed, [&] { pass.wait(); });
-    if (s + 1 < c) block = std::exchange(next, Tensor::empty(kv.shape()));
+    if (s + 1 < c) block = pass.arrived();
   }
   Tensor y;
   timed(compute, [&] { y = attention.finish(); });
@@ -79,9 +110,9 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, const T
     Tensor block = kv, travelling = Tensor::zeros(kv.shape()), arriving = Tensor::empty(kv.shape());
     CollectiveHandle gradient_pass;  // the gradient of the block in hand, on its way here
     for (int s = 0; s < c; ++s) {
-      Tensor next = Tensor::empty(kv.shape()), share = Tensor::zeros(kv.shape());
-      CollectiveHandle pass;
-      if (s + 1 < c) pass = ppermute_async(axis, values(block), values(next), 1);
+      Tensor share = Tensor::zeros(kv.shape());
+      BlockPass pass;
+      if (s + 1 < c) pass = BlockPass(axis, block, wire);
       timed(compute, [&] {
         ops::attention_block_backward(h, qkv, spans[me], block, spans[owner(s)], lse, gy, delta, gqkv, share);
       });
@@ -95,7 +126,7 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, const T
       travelling = share;
       arriving = Tensor::empty(kv.shape());
       gradient_pass = ppermute_async(axis, values(travelling), values(arriving), 1);
-      block = next;
+      if (s + 1 < c) block = pass.arrived();
     }
     timed(exposed, [&] { gradient_pass.wait(); });  // this rank's own block's, home
     const Tensor grad = arriving;
@@ -106,8 +137,8 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, const T
 
 // All-gather: every rank's key/value block at once, attended to in one pass; backward
 // sums each block's gradient on its owner with one reduce_scatter.
-Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, const Tensor& qkv, int n_heads,
-                           int n_kv_heads, const std::shared_ptr<ContextTimes>& times) {
+Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, DType wire, const Tensor& qkv,
+                           int n_heads, int n_kv_heads, const std::shared_ptr<ContextTimes>& times) {
   double* compute = times ? &times->compute_seconds : nullptr;
   double* exposed = times ? &times->exposed_comm_seconds : nullptr;
   const AttentionHeads h = AttentionHeads::of(qkv, n_heads, n_kv_heads);
@@ -115,7 +146,12 @@ Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, co
   const std::vector<Spans> spans = spans_by_rank(split, qkv.dim(1));
   const Tensor kv = ops::key_values(qkv, h);
   Tensor all = Tensor::empty({c * h.B, qkv.dim(1), h.kv_width()});  // rank r's block: rows [r B, (r+1) B)
-  timed(exposed, [&] { all_gather(axis, values(kv), values(all)); });
+  timed(exposed, [&] {
+    if (wire == DType::kF32) return all_gather(axis, values(kv), values(all));
+    const Bf16Array mine = Bf16Array::of(kv.data(), kv.numel()), every(all.numel());
+    all_gather(axis, std::span<const Bf16>(mine.data(), kv.numel()), std::span<Bf16>(every.data(), all.numel()));
+    every.to_float(all.data());
+  });
   ops::OnlineAttention attention(h, qkv);
   Tensor y;
   timed(compute, [&] {
@@ -145,12 +181,14 @@ Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, co
 
 }  // namespace
 
-Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, ContextComm comm, const Tensor& qkv,
-                         int n_heads, int n_kv_heads, std::shared_ptr<ContextTimes> times) {
+Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, const ContextParallelConfig& config,
+                         const Tensor& qkv, int n_heads, int n_kv_heads, std::shared_ptr<ContextTimes> times) {
   SL_ASSERT(split.size == context.size(), "a sequence split over " + std::to_string(split.size) + " ranks on an axis of " +
                                               std::to_string(context.size()));
-  return comm == ContextComm::kRing ? ring_attention(context, split, qkv, n_heads, n_kv_heads, times)
-                                    : allgather_attention(context, split, qkv, n_heads, n_kv_heads, times);
+  const DType wire = config.kv_dtype;
+  return config.comm == ContextComm::kRing
+             ? ring_attention(context, split, wire, qkv, n_heads, n_kv_heads, times)
+             : allgather_attention(context, split, wire, qkv, n_heads, n_kv_heads, times);
 }
 
 ContextComm parse_context_comm(const std::string& name) {
@@ -213,9 +251,8 @@ ContextParallel::ContextParallel(nn::Transformer& model, const AxisGroup& contex
   const int rank = context.rank();
   hooks->positions = [split, rank](int64_t local) { return split.positions(rank, local); };
   const AxisGroup* axis = &context;
-  const ContextComm comm = config.comm;
-  hooks->attention = [axis, split, comm, times = times_](const Tensor& qkv, int n, int k) {
-    return context_attention(*axis, split, comm, qkv, n, k, times);
+  hooks->attention = [axis, split, config, times = times_](const Tensor& qkv, int n, int k) {
+    return context_attention(*axis, split, config, qkv, n, k, times);
   };
   hooks_ = std::move(hooks);
   attach();
@@ -244,7 +281,8 @@ void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Mode
   // Under tensor parallelism each rank holds its share of the kv heads (at least one).
   const int t = mesh.size_of(kTensorAxis);
   const int64_t kv_heads = std::max<int64_t>(1, c.n_kv_heads / t);
-  const int64_t block = rows * (seq_len / n) * 2 * kv_heads * c.head_dim() * kBytesPerFloat;
+  const int64_t values = rows * (seq_len / n) * 2 * kv_heads * c.head_dim();
+  const int64_t block = values * dtype_bytes(cp.kv_dtype), grad = values * kBytesPerFloat;
   const auto add = [&](CollectiveOp op, int64_t bytes, const std::string& what) {
     add_planned(plan, mesh, {kContextAxis, op, bytes, what});
   };
@@ -253,10 +291,10 @@ void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Mode
     for (int s = 0; s + 1 < n; ++s) add(CollectiveOp::kPermute, block, "k/v ring");
   };
   const auto backward = [&] {
-    if (cp.comm == ContextComm::kAllGather) return add(CollectiveOp::kReduceScatter, block * n, "dk/dv");
+    if (cp.comm == ContextComm::kAllGather) return add(CollectiveOp::kReduceScatter, grad * n, "dk/dv");
     for (int s = 0; s < n; ++s) {
       if (s + 1 < n) add(CollectiveOp::kPermute, block, "k/v ring");
-      add(CollectiveOp::kPermute, block, "dk/dv ring");
+      add(CollectiveOp::kPermute, grad, "dk/dv ring");
     }
   };
   const bool recomputed = c.remat != nn::Remat::None;  // backward runs each block's forward again first

@@ -31,6 +31,7 @@
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
 #include "framework/ops/block_attention.h"
+#include "framework/precision.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
 
@@ -43,6 +44,10 @@ const char* context_comm_name(ContextComm comm);
 struct ContextParallelConfig {
   ContextComm comm = ContextComm::kRing;
   bool load_balance = true;  // head-tail chunks
+  // What K/V blocks travel as; parallelize() sets the precision policy's compute dtype.
+  // bf16 halves their bytes and loses nothing: the matmuls read them in bf16 anyway.
+  // Their gradients travel in fp32, as sums.
+  DType kv_dtype = DType::kF32;
 };
 
 // How each sequence is cut over a context axis of `size` ranks.
@@ -69,11 +74,11 @@ struct ContextTimes {
 };
 
 // Causal attention of this rank's rows qkv[B, T/c, (N + 2K) * H] (its positions under
-// `split`) to the keys of the whole sequence over `context`, by `comm`: the op the model's
-// hooks run. Differentiable; collective over the axis in forward and in backward.
+// `split`) to the keys of the whole sequence over `context`, by config.comm with K/V in
+// config.kv_dtype: the op the model's hooks run (config.load_balance is the split's). Differentiable; collective over the axis in forward and in backward.
 // `times`, where given, accumulates the forward's and the backward's times.
-Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, ContextComm comm, const Tensor& qkv,
-                         int n_heads, int n_kv_heads, std::shared_ptr<ContextTimes> times = nullptr);
+Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, const ContextParallelConfig& config,
+                         const Tensor& qkv, int n_heads, int n_kv_heads, std::shared_ptr<ContextTimes> times = nullptr);
 
 // What apply_context_parallel installed: the model's hooks, which evaluation and decoding
 // take off while they run whole sequences on every rank.
