@@ -81,10 +81,10 @@ void check_context(const LayoutChecks& c, const Layout& l) {
                     str(l.context) + (c.context_load_balance ? " with load balancing (2 x context)" : "") +
                     "; choose a sequence length that is a multiple of " + str(chunks));
   }
-  if (c.model.experts > 0) {
-    throw UserError("context=" + str(l.context) + " with a mixture-of-experts model does not train yet: its routing "
-                    "capacity and load-balancing loss are taken per whole sequence, which no rank holds; use the data "
-                    "and expert axes for MoE models");
+  if (c.model.experts > 0 && c.model.capacity_factor != 0.0f) {
+    throw UserError("context=" + str(l.context) + " with an MoE capacity factor of " +
+                    std::to_string(c.model.capacity_factor) + ": a capacity counts a whole sequence's tokens in "
+                    "order, which no rank holds; use --capacity-factor 0 (dropless) with a context axis");
   }
 }
 

@@ -190,8 +190,10 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
       }
       case Strategy::kPipeline: plan_pipeline_step(plan, mesh); break;
       case Strategy::kContext: {
-        int64_t layers = 0;  // this rank's attention layers
-        for (const auto& block : sharded.blocks) layers += block->attn.wqkv.weight.defined() ? 1 : 0;
+        std::vector<int64_t> layers;  // the blocks this rank runs
+        for (size_t l = 0; l < sharded.blocks.size(); ++l) {
+          if (sharded.blocks[l]->attn.wqkv.weight.defined()) layers.push_back(static_cast<int64_t>(l));
+        }
         plan_context_parallel_step(plan, mesh, model.config, context_config(config), rows, step.seq_len,
                                    step.microbatches, layers);
         break;

@@ -3,7 +3,8 @@
 // multi-head and grouped-query), the gradient through the ring equals finite differences,
 // and whole training runs give the single process's loss and pre-clip gradient norm step
 // by step on every rank, alone and with data x ZeRO-1/2/3, fsdp, tensor (with sequence
-// parallelism), pipe (1F1B, zero-bubble, interleaved), remat and accumulation; the traced bytes on the context axis
+// parallelism), pipe (1F1B, zero-bubble, interleaved), dropless MoE with and without an
+// expert axis (its load-balancing loss the whole sequence's), remat and accumulation; the traced bytes on the context axis
 // equal the formula, and layouts that cannot be cut are clear errors.
 //
 // Tolerance: the layouts differ only in fp32 summation order (the online softmax merges
@@ -63,12 +64,19 @@ struct Case {
   TensorParallelConfig tp = {};
   PipelineConfig pipeline = {};  // its microbatches are `accum`
   int64_t layers = 2;
+  std::string moe = "";  // an MoE preset, dropless, instead of small_model(arch)
 };
 
-nn::ModelConfig config_of(const Case& k) { return small_model(k.arch, k.remat, k.layers); }
+nn::ModelConfig config_of(const Case& k) {
+  if (k.moe.empty()) return small_model(k.arch, k.remat, k.layers);
+  nn::ModelConfig c = nn::ModelConfig::preset(k.moe);
+  c.capacity_factor = 0.0f;  // a capacity counts whole sequences
+  c.remat = k.remat;
+  return c;
+}
 
 std::string describe(const Case& k) {
-  return k.spec + " " + nn::arch_name(k.arch) + " " + context_comm_name(k.cp.comm) +
+  return k.spec + " " + (k.moe.empty() ? nn::arch_name(k.arch) : k.moe) + " " + context_comm_name(k.cp.comm) +
          (k.cp.load_balance ? " balanced" : " contiguous") + " ZeRO-" + std::to_string(k.zero) + " accum " +
          std::to_string(k.accum) + " remat " + nn::remat_name(k.remat) + (k.tp.sequence_parallel ? " +SP" : "") +
          " schedule " + to_string(k.pipeline.schedule);
@@ -120,9 +128,12 @@ void check_case(const Case& k) {
   // Bytes: the formula, for every attention layer this rank runs (its stage's) and microbatch.
   const int64_t rows = kBatch / DataAxes::of(mesh).batch->size() / k.accum;
   const int64_t layers = c.n_layers / mesh.size_of(kPipeAxis);
-  CHECK(traced == int64_t{kSteps} * k.accum * layers * context_bytes_per_layer(c, mesh, k.cp, rows));
+  // An MoE layer also averages its rows x E load-balancing shares, once per forward.
+  const int64_t moe_layers = c.experts > 0 ? c.moe_layers() / mesh.size_of(kPipeAxis) : 0;
+  const int64_t moe_bytes = moe_layers * (k.remat == nn::Remat::None ? 1 : 2) * rows * c.experts * 4;
+  CHECK(traced == int64_t{kSteps} * k.accum * (layers * context_bytes_per_layer(c, mesh, k.cp, rows) + moe_bytes));
   CHECK(planned * kSteps == traced);
-  if (!mesh.splits(kTensorAxis) && !mesh.splits(kPipeAxis)) {  // whole parameters on every rank
+  if (!mesh.splits(kTensorAxis) && !mesh.splits(kPipeAxis) && !mesh.splits(kExpertAxis)) {  // whole parameters
     double worst = 0;
     for (const auto& [name, values] : ref.params) {
       const std::vector<float>& mine = got.params.at(name);
@@ -254,7 +265,9 @@ TEST_CASE("context parallelism trains exactly like the single process") {
              {.spec = "context=2", .arch = nn::Arch::Gpt, .cp = contiguous},
              {.spec = "context=2", .arch = nn::Arch::Gpt, .cp = gather, .accum = 2, .remat = nn::Remat::Full},
              {.spec = "context=2", .arch = nn::Arch::Llama, .cp = ring, .zero = 3, .accum = 2},
-             {.spec = "context=2", .arch = nn::Arch::Llama, .cp = gather, .zero = 1}};
+             {.spec = "context=2", .arch = nn::Arch::Llama, .cp = gather, .zero = 1},
+             {.spec = "context=2", .cp = ring, .moe = "llama-moe-tiny"},
+             {.spec = "context=2", .cp = gather, .accum = 2, .remat = nn::Remat::Full, .moe = "gpt-moe-tiny"}};
   } else if (n == 4) {
     cases = {{.spec = "context=4", .arch = nn::Arch::Llama, .cp = ring},
              {.spec = "context=4", .arch = nn::Arch::Gpt, .cp = gather, .accum = 2},
@@ -268,7 +281,9 @@ TEST_CASE("context parallelism trains exactly like the single process") {
              {.spec = "pipe=2,context=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1, .accum = 2,
               .remat = nn::Remat::Full, .pipeline = {.schedule = ScheduleKind::kZeroBubble}},
              {.spec = "pipe=2,context=2", .arch = nn::Arch::Llama, .cp = ring, .accum = 4,
-              .pipeline = {.schedule = ScheduleKind::kInterleaved, .virtual_stages = 2}, .layers = 4}};
+              .pipeline = {.schedule = ScheduleKind::kInterleaved, .virtual_stages = 2}, .layers = 4},
+             {.spec = "expert=2,context=2", .cp = ring, .moe = "llama-moe-tiny"},
+             {.spec = "expert=2,context=2", .cp = gather, .zero = 3, .moe = "gpt-moe-tiny"}};
   } else if (n == 8) {
     cases = {{.spec = "data=2,context=2,tensor=2", .arch = nn::Arch::Llama, .cp = ring, .zero = 3,
               .tp = {.sequence_parallel = true}},
@@ -278,7 +293,7 @@ TEST_CASE("context parallelism trains exactly like the single process") {
   for (const Case& k : cases) check_case(k);
 }
 
-TEST_CASE("a sequence the context axis cannot cut, and an MoE model, are clear errors before any collective") {
+TEST_CASE("a sequence the context axis cannot cut, and an MoE capacity, are clear errors before any collective") {
   const nn::ModelConfig c = nn::ModelConfig::preset("llama-tiny");
   const auto error = [&](const std::string& spec, int64_t seq_len, bool balance) {
     return user_error_of([&] {
@@ -290,7 +305,7 @@ TEST_CASE("a sequence the context axis cannot cut, and an MoE model, are clear e
   CHECK(error("context=4", 6, false).find("choose a sequence length that is a multiple of 4") != std::string::npos);
   CHECK(user_error_of([&] {
           Layout::from_spec("context=2").validate({.model = nn::ModelConfig::preset("llama-moe-tiny"), .seq_len = 16});
-        }).find("context=2 with a mixture-of-experts model does not train yet") != std::string::npos);
+        }).find("use --capacity-factor 0 (dropless) with a context axis") != std::string::npos);
   CHECK_NOTHROW(Layout::from_spec("context=2").validate({.model = c, .seq_len = 8}));
   CHECK(Layout::from_spec("context=4").num_ranks() == 4);
   CHECK(Layout::from_spec("data=2,context=2").data_ranks() == 2);

@@ -102,6 +102,7 @@ Tensor Moe::operator()(const Tensor& x) const {
     Tensor out = expert_parallel.exchange ? expert_parallel.exchange(buffer, run) : run(buffer);
     Tensor y = ops::combine(ops::reshape(out, {E * S * capacity, D}), gates, r.slots);
 
+    if (context_fractions) context_fractions(r.fractions);
     Tensor aux = ops::load_balancing_loss(probs, r.fractions, S);
     Tensor z = ops::z_loss(logits);
     Tensor penalty = ops::add(ops::scale(aux, config_.aux_loss_coef), ops::scale(z, config_.z_loss_coef));

@@ -112,6 +112,11 @@ class Moe : public Module {
     Hook dispatch_input;
     Hook reduce_partial;
   } tensor_parallel;
+  // Where context parallelism (parallel/context/context_parallel.cpp) changes this layer:
+  // each rank routes its slice of every sequence (dropless only), and the load-balancing
+  // loss's shares f_i of each sequence's choices are averaged over the context axis, so
+  // that every rank weighs its probabilities by the whole sequence's. Unset: nothing.
+  std::function<void(std::vector<float>& fractions)> context_fractions;
 
  private:
   const ModelConfig config_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <utility>
 
 #include "framework/autograd.h"
@@ -260,12 +261,23 @@ ContextParallel::ContextParallel(nn::Transformer& model, const AxisGroup& contex
 
 void ContextParallel::attach() const {
   model_.context_parallel = hooks_;
-  for (const auto& block : model_.blocks) block->attn.context_parallel = hooks_;
+  const AxisGroup* axis = &context_;
+  for (const auto& block : model_.blocks) {
+    block->attn.context_parallel = hooks_;
+    if (!block->moe) continue;
+    block->moe->context_fractions = [axis](std::vector<float>& fractions) {  // the mean over the axis
+      all_reduce(*axis, fractions);
+      for (float& f : fractions) f /= static_cast<float>(axis->size());
+    };
+  }
 }
 
 void ContextParallel::detach() const {
   model_.context_parallel = nullptr;
-  for (const auto& block : model_.blocks) block->attn.context_parallel = nullptr;
+  for (const auto& block : model_.blocks) {
+    block->attn.context_parallel = nullptr;
+    if (block->moe) block->moe->context_fractions = nullptr;
+  }
 }
 
 std::unique_ptr<ContextParallel> apply_context_parallel(nn::Transformer& model, const AxisGroup& context,
@@ -275,7 +287,11 @@ std::unique_ptr<ContextParallel> apply_context_parallel(nn::Transformer& model, 
 
 void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
                                 const ContextParallelConfig& cp, int64_t rows, int64_t seq_len, int microbatches,
-                                int64_t layers) {
+                                const std::vector<int64_t>& layers) {
+  std::set<int64_t> moe_layers;
+  for (const int64_t l : layers) {
+    if (c.is_moe_layer(l)) moe_layers.insert(l);
+  }
   if (!mesh.splits(kContextAxis)) return;
   const int n = mesh.axis_size(kContextAxis);
   // Under tensor parallelism each rank holds its share of the kv heads (at least one).
@@ -297,11 +313,16 @@ void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Mode
       add(CollectiveOp::kPermute, grad, "dk/dv ring");
     }
   };
+  // An MoE block's load-balancing shares, averaged over the axis after its attention.
+  const auto block_forward = [&](int64_t layer) {
+    forward();
+    if (moe_layers.contains(layer)) add(CollectiveOp::kAllReduce, rows * c.experts * kBytesPerFloat, "moe shares");
+  };
   const bool recomputed = c.remat != nn::Remat::None;  // backward runs each block's forward again first
   for (int m = 0; m < microbatches; ++m) {
-    for (int64_t l = 0; l < layers; ++l) forward();
-    for (int64_t l = 0; l < layers; ++l) {
-      if (recomputed) forward();
+    for (const int64_t l : layers) block_forward(l);
+    for (auto l = layers.rbegin(); l != layers.rend(); ++l) {
+      if (recomputed) block_forward(*l);
       backward();
     }
   }

@@ -16,6 +16,10 @@
 //              attention): all_gather the K/V blocks, attend once; backward
 //              reduce_scatters the key/value gradients.
 //
+// An MoE block routes each rank's tokens (dropless: a capacity counts a whole sequence's
+// tokens in order, which no rank holds) and averages its load-balancing shares over the
+// axis, so the loss is the whole sequence's.
+//
 // Parameters are replicated over the axis, like a data axis: gradients are averaged over
 // data x fsdp x context, and ZeRO shards over the same ranks (DataAxes). The loader splits
 // rows over the data axes only; parallelize's facade slices each row's positions.
@@ -107,10 +111,11 @@ std::unique_ptr<ContextParallel> apply_context_parallel(nn::Transformer& model, 
                                                         const ContextParallelConfig& config);
 
 // The axis's collectives in one training step (step_plan.h): per attention layer and
-// microbatch, as described above, a rematerialised layer's forward again in backward;
-// `layers` counts the attention layers this rank runs.
+// microbatch, as described above, and an MoE layer's all_reduce of its load-balancing
+// shares (rows x E floats); a rematerialised layer's forward again in backward. `layers`
+// are the blocks this rank runs, in order.
 void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
                                 const ContextParallelConfig& cp, int64_t rows, int64_t seq_len, int microbatches,
-                                int64_t layers);
+                                const std::vector<int64_t>& layers);
 
 }  // namespace shardlab::parallel
