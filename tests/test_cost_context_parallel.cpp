@@ -1,7 +1,7 @@
 // The context axis priced (parallel/cost/training/context_attention.h): ring attention's
 // blocks, its transfers under each step's block attention and what they leave exposed, the
-// all-gather variant beside it and the condition under which the ring hides. Every
-// expected number is worked by hand in its comment.
+// all-gather variant beside it, the condition under which the ring hides, and what the
+// planner may hand train_gpt. Every expected number is worked by hand in its comment.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -11,6 +11,7 @@
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/context_attention.h"
+#include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/tpu_conditions.h"
 #include "parallel/cost/training/train_step.h"
 
@@ -112,4 +113,35 @@ TEST_CASE("the context axis in a training step: the ring beside the all-gather")
   CHECK(kt.ring_tokens_per_shard == 118);
   CHECK(kt.comm_to_compute >= kt.ring_critical / 118);
   CHECK(thin.ring_exposed_seconds > 0);
+}
+
+TEST_CASE("train_gpt's context axis in the planner: what it trains, what it refuses") {
+  TrainConfig c;
+  c.model = shape_of(shardlab::nn::ModelConfig::preset("llama-tiny"));  // T = 16
+  c.batch_tokens = 32.0 * 16;
+  c.shardlab_activations = true;
+  c.precision = fp32_training();
+  CHECK(layout_problem(c, {.context = 2}).empty());
+  CHECK(layout_problem(c, {.data = 2, .context = 4}).empty());
+  // T must cut into 2 x context head-tail chunks: 16 does not into 2 x 16.
+  CHECK(layout_problem(c, {.context = 16}).find("not a multiple of 32") != std::string::npos);
+  // As parallel/layout.cpp refuses: with pipe, and with an MoE model.
+  CHECK(layout_problem(c, {.context = 2, .pipe = 2}).find("with pipe") != std::string::npos);
+  TrainConfig moe = c;
+  moe.model = shape_of(shardlab::nn::ModelConfig::preset("llama-moe-tiny"));
+  CHECK(layout_problem(moe, {.context = 2}).find("mixture-of-experts") != std::string::npos);
+  // The planner ranks context layouts for train_gpt even where the batch covers the chips,
+  // and each counts the rank's T/c positions.
+  const Plan plan = plan_training(c, 4, hardware("tpu-v5e"));
+  bool context = false;
+  for (const PlanEntry& e : plan.ranked) context |= e.estimate.layout.context > 1;
+  CHECK(context);
+  bool with_pipe = false;
+  for (const auto& [why, count] : plan.skipped) with_pipe |= why.find("with pipe: train_gpt's pipeline") != std::string::npos;
+  CHECK(with_pipe);
+  const StepEstimate data = estimate_train_step(c, {.data = 2}, hardware("tpu-v5e"));
+  const StepEstimate split = estimate_train_step(c, {.context = 2}, hardware("tpu-v5e"));
+  CHECK(split.tokens_per_chip == data.tokens_per_chip);
+  CHECK(split.memory.activations < data.memory.activations);
+  CHECK(plan_training(moe, 4, hardware("tpu-v5e")).skipped.size() > 0);
 }

@@ -52,8 +52,15 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   if (l.context > m.context)
     return "context=" + std::to_string(l.context) + " exceeds the sequence length T=" + std::to_string(m.context) +
            "; shard the sequence at most T ways";
-  if (l.context > 1 && c.shardlab_activations)
-    return "context=" + std::to_string(l.context) + ": train_gpt has no context axis; use data, fsdp, pipe, expert, tensor";
+  if (l.context > 1 && c.shardlab_activations) {  // what train_gpt's layout validator refuses (parallel/layout.cpp)
+    const std::string cp = "context=" + std::to_string(l.context);
+    if (m.context % (2 * l.context))
+      return cp + " cuts each sequence in 2 x context head-tail chunks; T=" + std::to_string(m.context) +
+             " is not a multiple of " + std::to_string(2 * l.context);
+    if (l.pipe > 1) return cp + " with pipe: train_gpt's pipeline passes whole sequences";
+    if (m.experts > 0)
+      return cp + " with a mixture-of-experts model: train_gpt routes and balances whole sequences";
+  }
   const double sequences = c.batch_tokens / m.context;
   const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
@@ -207,18 +214,21 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.step_seconds_serial = s.compute_seconds + traffic;
 
   // The fsdp x context group is ZeRO-3: every piece of the state shards over it, the
-  // gradients too while microbatches accumulate (each reduce_scatters its own).
-  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, f, false, layers_per_stage);
+  // gradients too while microbatches accumulate (each reduce_scatters its own). train_gpt's
+  // ZeRO-3 (train_command's --zero 3) shards over its own group of ranks.
+  const double shards = c.shardlab_activations ? zero_shard_ranks(l.data, l.fsdp, l.context, l.fsdp > 1 && l.data > 1) : f;
+  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, shards, false, layers_per_stage);
   s.memory.params = param_bytes * (share.params + share.gathered);
   s.memory.grads = grad_bytes * share.grads;
   s.memory.optimizer = c.precision.optimizer_bytes * share.optimizer;
   const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
     const ActivationBytes a = shardlab_activation_bytes(
-        m, {.tokens = mb_tokens_group, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
+        m, {.tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
             .expert = l.expert, .layers = layers_per_stage,
             .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
-            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight});
+            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight, .context = l.context,
+            .context_allgather = c.context_comm == ContextComm::kAllGather});
     s.memory.activations = a.peak();
     s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
   } else {

@@ -88,7 +88,9 @@ struct StepEstimate {
 // Empty when the layout can run this model and batch; otherwise why not (e.g. "tensor=16
 // does not divide heads N=12"). The batch's sequences must split evenly over
 // data x fsdp x expert x microbatches; the context axis may leave a padded last shard but
-// not exceed T. shardlab's own autograd (shardlab_activations) has no context axis.
+// not exceed T. train_gpt (shardlab_activations) cuts T into 2 x context head-tail chunks
+// exactly and, as its layout validator (parallel/layout.cpp), trains no context axis
+// beside a pipe axis or with an MoE model.
 std::string layout_problem(const TrainConfig& config, const Layout& layout);
 // Throws UserError with layout_problem() when the layout is invalid.
 StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout, const HardwareProfile& hw);
