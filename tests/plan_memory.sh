@@ -3,7 +3,7 @@
 # machine (shardlab-plan train --cluster local --layout L) is within 15% of the peak that
 # train_gpt's memory tracker measures in step 1 of the same layout, and so is train_gpt's
 # own estimate (cost/model/autograd_activations.h). One layout per strategy on 2 ranks, gpt-bench at
-# 4 sequences of 256 tokens.
+# 4 sequences of 256 tokens (a context rank: 128 of each, its ring attention's saved tensors).
 set -uo pipefail
 train=$1 plan=$2; shift 2
 mpiexec=("$@")
@@ -46,5 +46,6 @@ check data=2 --mesh data=2
 check fsdp=2 --mesh fsdp=2 --zero 3
 check tensor=2 --mesh tensor=2
 check pipe=2,microbatches=2 --mesh pipe=2 --grad-accum 2
+check context=2 --mesh context=2 --zero 3  # the planner's context x fsdp group is ZeRO-3
 [ $failures = 0 ] || { echo "$failures layouts: the memory estimate misses the measured peak"; exit 1; }
 echo "ok: the planner's memory per rank is within 15% of the measured peak"

@@ -55,9 +55,11 @@ TEST_CASE("context parallelism: LLaMA-3 70B's 4M-token batch on a v5p pod (appli
   check({{source, "step at peak FLOP/s, 6PT / (8192 C)", best.step_seconds, 6 * 70e9 * (4 << 20) / (8192 * 4.59e14),
           kBook},
          {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.chips()), kExact}});
-  // Attention over the 2-way context axis gathers one sequence's K and V per layer: 4096
-  // tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
-  const StepEstimate book_layout = estimate_train_step(c, {.fsdp = 1024, .context = 2, .tensor = 4}, v5p);
+  // Attention over the 2-way context axis, all-gathered (LLaMA 3's choice), gathers one
+  // sequence's K and V per layer: 4096 tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
+  TrainConfig gathered = c;
+  gathered.context_comm = ContextComm::kAllGather;
+  const StepEstimate book_layout = estimate_train_step(gathered, {.fsdp = 1024, .context = 2, .tensor = 4}, v5p);
   double kv_bytes = 0;
   for (const AxisComm& comm : book_layout.comms)
     if (comm.axis == "context" && comm.op == CollectiveOp::kAllGather) kv_bytes = comm.bytes;
@@ -67,6 +69,21 @@ TEST_CASE("context parallelism: LLaMA-3 70B's 4M-token batch on a v5p pod (appli
   REQUIRE(pod.feasible > 0);
   CHECK(pod.ranked.front().estimate.layout.context > 1);
   CHECK(pod.ranked.front().estimate.layout.tensor == 4);
+  // The book's conditions behind its pick, and the sequence sharding it leaves unpriced
+  // ("additional communication complexity during attention ... let's ignore that"): as a
+  // ring (the default here), each chip's 2048 positions outlast the 1275 below which a
+  // ring step's K/V transfer shows, so only each layer's last dK/dV is exposed (0.4% of the step).
+  const LayoutConditions k = layout_conditions(c, best, v5p);
+  check({{source, "FSDP+TP discriminant, 2 x 2550^2 / F", 2 * fsdp_tp_critical_batch(28672, v5p, 1, 1), 453, 0.01},
+         {source, "pure model parallelism ICI-bound above Y = F / 2550", tp_max_degree(28672, v5p), 11, 0.03},
+         {source, "sequence batch size: 4M tokens of 4K sequences", c.batch_tokens / c.model.context, 1024, kExact},
+         {"training.md + applied-training.md", "ring attention: positions per chip of a 2-way context axis",
+          k.ring_tokens_per_shard, 2048, kExact},
+         {"training.md + applied-training.md", "ring attention hides its K/V above C K bytes / (2 N W v) positions",
+          k.ring_critical, 1275, kExact}});
+  CHECK(c.context_comm == ContextComm::kRing);
+  CHECK(k.ring_tokens_per_shard > k.ring_critical);
+  CHECK(best.ring_exposed_seconds < 0.01 * best.step_seconds);
 }
 
 // training.md, "Scaling Across Pods" and its takeaways: pure data parallelism over DCN
@@ -152,9 +169,19 @@ TEST_CASE("several pods joined by DCN: the per-pod critical batch and the worked
          {q2, "(b) tokens per pod, 16M / 8", k8.tokens_per_pod, 2.1e6, 0.01},
          {q2, "(b) days at 40% MFU", run405.days, 32, kBook}});
   CHECK(k8.dcn_hidden);
-  // Each axis hides under compute as the book's max form has it; the cost model adds the
-  // axes' traffic (none overlaps another), which comes to ~20% over the compute.
-  CHECK(k8.compute_bound_by_book);
+  // 2048 sequences on 71,680 chips shard each 35 ways: 235 positions per chip. As a ring
+  // that is below the 637 (N/K = 16) a step's block attention needs to hide its K/V, so
+  // the book's conditions with the ring's term say communication-bound; all-gathered, the
+  // traffic the book leaves out, each axis hides under compute as its max form has it.
+  CHECK(k8.ring_tokens_per_shard == 235);
+  CHECK(k8.ring_critical == doctest::Approx(637.5).scale(0));
+  CHECK_FALSE(k8.compute_bound_by_book);
+  TrainConfig gathered = big;
+  gathered.context_comm = ContextComm::kAllGather;
+  const StepEstimate& best405_layout = eight.ranked.front().estimate;
+  CHECK(layout_conditions(gathered, estimate_train_step(gathered, best405_layout.layout, v5p), v5p).compute_bound_by_book);
+  // The cost model adds the axes' traffic (none overlaps another) and the ring's stalls,
+  // which come to ~20% over the compute.
   const StepEstimate& best405 = eight.ranked.front().estimate;
   CHECK(best405.step_seconds < 1.25 * best405.compute_seconds);
 }

@@ -17,13 +17,9 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
     throw UserError("--batch " + std::to_string(static_cast<int64_t>(c.batch_tokens)) + " tokens is not a whole number of " +
                     std::to_string(m.context) + "-token sequences; train_gpt takes its batch in sequences");
   }
-  if (l.context > 1) {
-    throw UserError("layout " + l.describe() + " shards each sequence " + std::to_string(l.context) +
-                    " ways; train_gpt has no context axis, so give --cluster local or a layout without context");
-  }
   std::vector<parallel::AxisSpec> mesh;
   for (const parallel::AxisSpec& axis : {parallel::AxisSpec{"data", l.data}, {"fsdp", l.fsdp}, {"pipe", l.pipe},
-                                         {"expert", l.expert}, {"tensor", l.tensor}}) {
+                                         {"expert", l.expert}, {"context", l.context}, {"tensor", l.tensor}}) {
     if (axis.size > 1) mesh.push_back(axis);
   }
   if (mesh.empty()) mesh.push_back({"data", 1});
@@ -35,7 +31,9 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   if (m.gated_mlp) cmd += flag("kv-heads", m.kv_heads);
   cmd += flag("d-ff", m.d_ff);
   if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
-  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp > 1 ? " --zero 3" : "");
+  // The cost model's state shards over fsdp x context as ZeRO-3.
+  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 ? " --zero 3" : "");
+  if (l.context > 1) cmd += std::string(" --cp-comm ") + cost::to_string(c.context_comm);
   cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
   cmd += std::string(" --remat ") + nn::remat_name(c.remat);
   if (!extra.empty()) cmd += " " + extra;

@@ -13,7 +13,8 @@
 namespace shardlab::plan {
 
 // The train_gpt flags for `model` (dimensions, not a preset name, so any planner model
-// maps), the mesh in train_gpt's axis order, ZeRO-3 where the layout has an fsdp axis,
+// maps), the mesh in train_gpt's axis order, ZeRO-3 where the layout has an fsdp or
+// context axis (the cost model shards the state over both) with the context attention,
 // the batch in sequences of the model's context, the microbatches as --grad-accum and the
 // remat policy; `extra` is appended as given. UserError when the batch is not a whole
 // number of sequences.

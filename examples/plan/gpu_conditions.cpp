@@ -68,7 +68,8 @@ std::string book_verdict_line(double comm_to_compute, const StepEstimate& e) {
          (comm_to_compute <= 1 ? "compute-bound" : "communication-bound") + "; the cost model's step " +
          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
-         ", communication " + human(e.comm_seconds, "s") + ")\n";
+         ", communication " + human(e.comm_seconds - e.ring_exposed_seconds, "s") + ")" +
+         (e.ring_exposed_seconds > 0 ? " + ring attention's exposed " + human(e.ring_exposed_seconds, "s") : "") + "\n";
 }
 
 Json gpu_conditions_json(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {

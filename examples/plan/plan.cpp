@@ -395,6 +395,9 @@ int main(int argc, char** argv) {
            cxxopts::value<std::string>())
           ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
            cxxopts::value<std::string>())
+          ("cp-comm", "train: attention over the context axis, ring (ppermutes under each step's block attention, "
+                      "as train_gpt's default) or allgather (LLaMA 3's)",
+           cxxopts::value<std::string>()->default_value("ring"))
           ("command", "train: print the best layout that fits (or --layout's) as a launch/run.sh ... train_gpt command")
           ("run", "train: run that command (it prints it first; refuses a layout that does not fit)")
           ("train-args", "train: more train_gpt flags for --command/--run, e.g. \"--steps 100\"",

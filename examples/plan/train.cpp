@@ -30,7 +30,8 @@ Json estimate_json(const StepEstimate& e) {
   Json comms = Json::array();
   for (const AxisComm& c : e.comms)
     comms.push_back(Json{{"axis", c.axis}, {"what", c.what}, {"op", to_string(c.op)}, {"bytes", c.bytes},
-                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path}});
+                         {"count", c.count}, {"seconds", c.seconds}, {"path", c.path},
+                         {"hidden_seconds", c.hidden}});
   const Layout& l = e.layout;
   const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"context", l.context},          {"pipe", l.pipe},
                     {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
@@ -42,6 +43,7 @@ Json estimate_json(const StepEstimate& e) {
               {"tokens_per_chip", e.tokens_per_chip},
               {"padding_fraction", e.padding_fraction},
               {"comm_seconds", e.comm_seconds},
+              {"ring_exposed_seconds", e.ring_exposed_seconds},
               {"bubble_fraction", e.bubble_fraction},
               {"compute_bound", e.compute_bound},
               {"bottleneck", e.bottleneck},
@@ -74,6 +76,9 @@ Json conditions_json(const TrainConfig& c, const StepEstimate& e, const Hardware
               {"tp_max_degree", k.tp_max_degree},
               {"fsdp_tp_critical_tokens_per_chip", k.fsdp_tp_critical},
               {"fsdp_x_opt", k.x_opt},
+              {"context", k.context},
+              {"ring_tokens_per_shard", k.ring_tokens_per_shard},
+              {"ring_critical_tokens_per_shard", k.ring_critical},
               {"comm_to_compute_ratio", k.comm_to_compute},
               {"compute_bound_by_book", k.compute_bound_by_book},
               {"dcn_ways", k.dcn_ways},
@@ -107,6 +112,11 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
     text += "    FSDP+TP: B/N > alpha^2/(M_X M_Y F) = " + human(k.fsdp_tp_critical, "") + ": " +
             verdict(k.tokens_per_chip > k.fsdp_tp_critical) + "; X_opt = sqrt(B N M_X/(F M_Y)) = " +
             human(k.x_opt, "") + " (this layout X=" + std::to_string(k.fsdp) + ")\n";
+  if (k.ring_tokens_per_shard > 0)
+    text += "    ring attention over context=" + std::to_string(k.context) + ": Tq = T/c = " +
+            human(k.ring_tokens_per_shard, "") + " positions per chip > C K bytes/(2 N W v) = " +
+            human(k.ring_critical, "") + " (a step's block attention hides its K/V): " +
+            verdict(k.ring_tokens_per_shard > k.ring_critical) + "\n";
   if (k.dcn_ways > 1)
     text += "    DCN: " + std::to_string(k.dcn_ways) + " ways across " + std::to_string(k.pods) + " pods, " +
             human(k.tokens_per_pod, "") + " tokens per pod > C/W_dcn = " + human(k.dcn_critical_per_pod, "") + ": " +
@@ -197,6 +207,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
+  c.context_comm = context_comm_from(a["cp-comm"].as<std::string>());
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
   hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
   if (hw.sharp && hw.interconnect != Interconnect::kSwitched)
@@ -213,7 +224,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
                        ", memory/chip " + human(e.memory.total(), "B") + (e.fits ? "" : does_not_fit(e, hw)) + "\n";
     for (const AxisComm& comm : e.comms)
       text += "  " + comm.axis + ": " + std::to_string(comm.count) + " x " + comm.what + " of " +
-              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path + "\n";
+              human(comm.bytes, "B") + " = " + human(comm.seconds, "s") + " over " + comm.path +
+              (comm.stalls ? ", " + human(comm.seconds - comm.hidden, "s") + " of it exposed (not under the block attention)"
+                           : std::string()) +
+              "\n";
     text += conditions_text(c, e, hw);
     Json json = estimate_json(e);
     json["book_conditions"] = conditions_json(c, e, hw);

@@ -15,9 +15,9 @@ namespace {
 // AdamW reads weight, gradient and two moments and writes three; zeroing and the gradient
 // norm add two more: 9 floats per parameter.
 double optimizer_seconds(const RunConfig& run, const cost::TrainConfig& tc, const cost::Layout& l,
-                         const cost::HardwareProfile& hw) {
+                         const cost::HardwareProfile& hw, int zero_shards) {
   if (hw.hbm_bandwidth <= 0) return 0.0;
-  const double optimizer_shards = run.zero >= 1 ? l.data * l.fsdp : 1;
+  const double optimizer_shards = run.zero >= 1 ? zero_shards : 1;
   const double params = cost::count_params(tc.model).total / (l.tensor * l.pipe * optimizer_shards);
   return sizeof(float) * 9.0 * params / hw.hbm_bandwidth;
 }
@@ -29,7 +29,7 @@ double elementwise_seconds(const RunConfig& run, const cost::TrainConfig& tc, co
                            const cost::HardwareProfile& hw) {
   if (hw.hbm_bandwidth <= 0) return 0.0;
   const cost::ElementwiseTraffic t = cost::elementwise_elements_per_token_layer(tc.model, run.sequence_length());
-  const double tokens = tc.batch_tokens / (l.data * l.fsdp * l.expert);
+  const double tokens = tc.batch_tokens / (l.data * l.fsdp * l.expert * l.context);
   const double layers = static_cast<double>(tc.model.layers) / l.pipe;
   const double loss = 6.0 * static_cast<double>(tc.model.vocab) / l.tensor;  // softmax and its gradient
   const double per_token = layers * (t.replicated + t.divided / l.tensor) + loss;
@@ -61,13 +61,14 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   tc.precision = cost::fp32_training();
   const cost::Layout layout{.data = mesh.size_of(parallel::kDataAxis),
                             .fsdp = mesh.size_of(parallel::kFsdpAxis),
+                            .context = mesh.size_of(parallel::kContextAxis),
                             .pipe = mesh.size_of(parallel::kPipeAxis),
                             .expert = mesh.size_of(parallel::kExpertAxis),
                             .tensor = mesh.size_of(parallel::kTensorAxis),
                             .microbatches = run.grad_accum};
   const cost::HardwareProfile hw = cost::hardware("local");
   const cost::StepEstimate e = cost::estimate_train_step(tc, layout, hw);
-  double busy = optimizer_seconds(run, tc, layout, hw);
+  double busy = optimizer_seconds(run, tc, layout, hw, parallel::DataAxes::of(mesh).shard->size());
   if (probe) {  // a stage's periods of blocks and (the last stage's) head, every microbatch
     const double periods = static_cast<double>(run.model.n_layers) / layout.pipe / probe->period_blocks;
     busy += run.grad_accum * (periods * probe->period_seconds + probe->head_seconds);

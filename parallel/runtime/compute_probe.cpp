@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <thread>
 #include <vector>
 
 #include "parallel/runtime/metrics.h"
 #include "framework/nn/module.h"
 #include "framework/nn/transformer.h"
+#include "framework/ops/block_attention.h"
 #include "framework/rng.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/collectives.h"
@@ -25,14 +27,32 @@ constexpr int kRepeats = 7;          // the median of seven, after one warm-up p
 constexpr int64_t kMaxPeriods = 4;   // the long stand-in's periods at most
 constexpr int64_t kProbeTokens = 512;  // tokens timed (whole sequences); a microbatch's time scales with its rows
 
+// A context rank's attention without its axis: whole sequences through the block kernels
+// its ring runs (ops/block_attention.h), one key block per chunk of the sequence split, so
+// that the c ranks' work together is timed at once.
+std::shared_ptr<const nn::ContextParallelHooks> whole_sequence_block_attention(int64_t block) {
+  auto hooks = std::make_shared<nn::ContextParallelHooks>();
+  hooks->positions = [](int64_t length) {
+    std::vector<int64_t> at(static_cast<size_t>(length));
+    std::iota(at.begin(), at.end(), int64_t{0});
+    return at;
+  };
+  hooks->attention = [block](const Tensor& qkv, int n_heads, int n_kv_heads) {
+    return ops::blockwise_causal_attention(qkv, n_heads, n_kv_heads, block);
+  };
+  return hooks;
+}
+
 // The run's model cut to `blocks` blocks and to this rank's tensor shard, with one
-// microbatch of tokens from its shard of the vocabulary.
+// microbatch of tokens from its shard of the vocabulary. Under a context axis its attention
+// runs the context kernels on keys blocks of `attention_block` positions.
 struct StandIn {
   std::unique_ptr<nn::Transformer> model;
   std::vector<int32_t> ids;
   int64_t rows = 0, seq = 0;
 
-  StandIn(const RunConfig& run, int64_t blocks, int tensor, int64_t rows_) : rows(rows_), seq(run.sequence_length()) {
+  StandIn(const RunConfig& run, int64_t blocks, int tensor, int64_t rows_, int64_t attention_block)
+      : rows(rows_), seq(run.sequence_length()) {
     nn::ModelConfig c = run.model;
     c.n_layers = blocks;
     {
@@ -41,6 +61,10 @@ struct StandIn {
     }
     if (tensor > 1) parallel::shard_tensor_shapes(*model, tensor, 0, run.seed);
     nn::initialize_unallocated(*model, run.seed);
+    if (attention_block > 0) {
+      model->context_parallel = whole_sequence_block_attention(attention_block);
+      for (auto& block : model->blocks) block->attn.context_parallel = model->context_parallel;
+    }
     // Dropless layers size their buffers by the routing, and random tokens route more
     // evenly than text: time them at their bound, every expert taking the whole sequence.
     for (auto& block : model->blocks) {
@@ -84,7 +108,13 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   const int pipe = mesh.size_of(parallel::kPipeAxis);
   const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / pipe / probe.period_blocks);
   const int64_t K = std::clamp<int64_t>(stage_periods, 2, kMaxPeriods);
-  StandIn one_period(run, probe.period_blocks, tensor, timed), k_periods(run, K * probe.period_blocks, tensor, timed);
+  // A context rank holds T/c positions of each row and, balanced, a 1/c share of the causal
+  // attention: the stand-in times whole rows in its ring's key blocks, scaled by 1/c.
+  const int context = mesh.size_of(parallel::kContextAxis);
+  const int64_t chunks = run.cp_load_balance ? 2 * context : context;
+  const int64_t attention_block = context > 1 ? seq / chunks : 0;
+  StandIn one_period(run, probe.period_blocks, tensor, timed, attention_block),
+      k_periods(run, K * probe.period_blocks, tensor, timed, attention_block);
   std::vector<double> ones, longs;
   for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
     const double a = one_period.step_seconds(), b = k_periods.step_seconds();
@@ -98,8 +128,8 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   const double period = std::max((many - one) / static_cast<double>(K - 1), 0.5 * one);
   double mine = 0;  // this rank's whole probe
   for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + longs[i];
-  // Scaled to the microbatch's rows; the mean over the ranks, all probing at once.
-  const double scale = static_cast<double>(rows) / static_cast<double>(timed);
+  // Scaled to the microbatch's rows (this rank's share of them); the mean over the ranks, all probing at once.
+  const double scale = static_cast<double>(rows) / static_cast<double>(timed) / context;
   std::vector<float> measured = {static_cast<float>(scale * period), static_cast<float>(scale * std::max(0.0, one - period)),
                                  static_cast<float>(mine)};
   parallel::all_reduce(mesh.all(), measured);

@@ -12,6 +12,10 @@
 // difference of the two is K - 1 periods; the rest is the embedding, the head and the
 // loss. A stage of K periods is then timed whole, and a deeper one is extrapolated from a
 // difference K - 1 periods wide, not one (its noise divided by K - 1).
+// A rank of a context axis of c holds T/c positions of each row and (head-tail balanced) a
+// 1/c share of the causal attention, computed by the block kernels of parallel/context:
+// its stand-in runs whole rows through those kernels, a key block per chunk of the split,
+// and keeps 1/c of the time.
 // All ranks probe at once, as they will train (sharing cores if they do), and the mean is
 // kept -- and how much longer the slowest rank's probe took than the mean: a step whose
 // ranks synchronise (every parallel step does, at least once) runs at the slowest rank's

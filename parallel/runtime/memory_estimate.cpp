@@ -8,6 +8,7 @@
 #include "framework/memory.h"
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/model/transformer.h"
+#include "parallel/context/context_parallel.h"
 #include "parallel/cost/training/zero_memory.h"
 
 namespace shardlab::runtime {
@@ -25,12 +26,14 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
                                     double in_flight) {
   cost::TransformerShape shape = cost::shape_of(run.model);
   shape.context = run.sequence_length();
-  const double data = layout.data_ranks();
-  const double tokens = static_cast<double>(run.batch) / data / run.grad_accum * static_cast<double>(run.sequence_length());
+  // One microbatch of this rank's rows, each its T/c positions under the context axis.
+  const double rows = static_cast<double>(run.batch) / layout.data_ranks() / run.grad_accum;
+  const double tokens = rows * static_cast<double>(run.sequence_length()) / layout.context;
   const double local = cost::model_shard_params(cost::count_params(shape), layout.tensor, layout.pipe, layout.expert);
-  // ZeRO shards over the fsdp axis where there is one (hybrid: replicas across data), else
-  // over the data axis. Accumulating microbatches keeps the whole gradient until the last.
-  const double shards = layout.fsdp > 1 ? layout.fsdp : layout.data;
+  // ZeRO shards as DataAxes does. Accumulating microbatches keeps the whole gradient until the last.
+  const bool data_axis = std::any_of(layout.axes.begin(), layout.axes.end(),
+                                     [](const parallel::AxisSpec& a) { return a.name == parallel::kDataAxis; });
+  const double shards = cost::zero_shard_ranks(layout.data, layout.fsdp, layout.context, layout.fsdp > 1 && data_axis);
   const cost::ZeroShare share = cost::zero_share(local, run.zero, shards, run.grad_accum != 1,
                                                  static_cast<double>(std::max<int64_t>(1, run.model.n_layers)));
   MemoryEstimate m;  // fp32 parameters and gradients, AdamW's two fp32 moments
@@ -56,7 +59,9 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .capacity_factor = run.model.capacity_factor,
               // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
               .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,
-              .deferred_weight_gradients = layout.pipe > 1 && run.pp_schedule == "zero-bubble"});
+              .deferred_weight_gradients = layout.pipe > 1 && run.pp_schedule == "zero-bubble",
+              .context = layout.context,
+              .context_allgather = parallel::parse_context_comm(run.cp_comm) == parallel::ContextComm::kAllGather});
   m.activations = m.activation_parts.peak();
   return m;
 }

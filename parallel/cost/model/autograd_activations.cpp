@@ -26,6 +26,14 @@ double expert_slots_per_token(const TransformerShape& s, const ActivationQuery& 
   return e * std::ceil(q.capacity_factor * t * static_cast<double>(s.top_k) / e) / t;
 }
 
+// What attention keeps for backward per token, all heads: its probabilities, or under
+// context parallelism the packed K/V (every rank's when all-gathered) and the log-sum-exp.
+double attention_saved_elements(const TransformerShape& s, const ActivationQuery& q) {
+  if (q.context <= 1) return static_cast<double>(s.heads) * attention_probability_elements(q.sequence);
+  const double kv = 2.0 * static_cast<double>(s.kv_heads * s.head_dim);
+  return kv * (q.context_allgather ? q.context + 1 : 1) + static_cast<double>(s.heads);
+}
+
 // The MLP's hidden activations per row it sees: GELU keeps fc and gelu outputs, SwiGLU
 // gate, up and their product.
 double hidden_per_row(const TransformerShape& s) { return (s.gated_mlp ? 3.0 : 2.0) * static_cast<double>(s.d_ff); }
@@ -49,8 +57,8 @@ BlockActivations shardlab_block_elements(const TransformerShape& s, const Activa
   } else {
     b.replicated = 6 * d + stats + exits;
   }
-  // Attention: Q/K/V (and its RoPE copy), the heads' output and the probabilities.
-  b.divided += ((rope ? 2 : 1) * qkv + heads_out + s.heads * attention_probability_elements(q.sequence)) / t;
+  // Attention: Q/K/V (and its RoPE copy), the heads' output and what it keeps for backward.
+  b.divided += ((rope ? 2 : 1) * qkv + heads_out + attention_saved_elements(s, q)) / t;
   if (!moe) {
     b.divided += hidden_per_row(s) / t;
     return b;

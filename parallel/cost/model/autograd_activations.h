@@ -13,7 +13,10 @@
 //   MLP's hidden activations (GELU: fc and gelu outputs, 2F; SwiGLU: gate, up and their
 //   product, 3F), plus the norms' row statistics.
 // - Attention keeps its probabilities: N x (causal row blocks of 64) per token, about
-//   N (T + 64) / 2, divided by the tensor axis.
+//   N (T + 64) / 2, divided by the tensor axis. Under context parallelism (parallel/context)
+//   every tensor follows the rank's T/c positions, and attention keeps no probabilities
+//   (ops/block_attention.h): the packed K/V (2 K H), the log-sum-exp per query row and head
+//   (N) and, all-gathering, every rank's K/V block too (c x 2 K H).
 // - An MoE layer's experts see every capacity slot: s = E ceil(C T k / E) / T slots per
 //   token (dropless: E), each keeping its dispatched row, hidden activations and output;
 //   expert parallelism adds the two all_to_all buffers.
@@ -48,8 +51,8 @@ namespace shardlab::cost {
 
 // One rank's share of a training step's activations.
 struct ActivationQuery {
-  double tokens = 0;        // one microbatch of this rank's data replica, all sequences
-  int64_t sequence = 0;     // tokens per sequence (attention's T)
+  double tokens = 0;        // one microbatch of this rank's data replica (its T/c of each sequence)
+  int64_t sequence = 0;     // tokens per sequence (attention's T, the whole sequence)
   nn::Remat remat = nn::Remat::None;
   int tensor = 1;           // the tensor axis
   bool sequence_parallel = false;
@@ -66,6 +69,8 @@ struct ActivationQuery {
   // A zero-bubble pipeline's deferred weight-gradient pass: under bf16 each converts its
   // output gradient and input again when it runs, beside the tensors still waiting.
   bool deferred_weight_gradients = false;
+  int context = 1;                 // the context axis
+  bool context_allgather = false;  // its attention all-gathers K/V (else a ring)
 };
 
 // Elements one token keeps in one block (dense or MoE), as tensor parallelism splits them.

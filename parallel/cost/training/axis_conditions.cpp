@@ -5,6 +5,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/network/collective.h"
+#include "parallel/cost/training/context_attention.h"
 
 namespace shardlab::cost {
 
@@ -25,6 +26,15 @@ double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fs
                               DType compute) {
   const double alpha = dp_critical_batch(hw, 1, false, compute);
   return alpha * alpha / (fsdp_axes * tensor_axes * static_cast<double>(d_ff));
+}
+
+double ring_attention_critical_tokens(const HardwareProfile& hw, double heads, double kv_heads,
+                                      double bytes_per_element, double visible, DType compute) {
+  if (heads <= 0 || kv_heads <= 0 || visible <= 0 || hw.ici.bandwidth <= 0)
+    throw UserError("ring attention needs positive heads, kv heads, visible fraction and link bandwidth");
+  // One position of one head dim: the step's FLOPs and bytes both scale with Tk and H.
+  return peak_flops(hw, compute) * ring_block_bytes(1, 1, kv_heads, 1, bytes_per_element) /
+         (hw.ici.bandwidth * ring_block_flops(1, 1, 1, heads, 1, visible));
 }
 
 FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,

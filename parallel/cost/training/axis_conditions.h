@@ -6,6 +6,11 @@
 //   TP of degree Y over M_Y axes iff Y < M_Y F W / C
 //   FSDP(X over M_X axes) + TP(Y over M_Y) iff B / N > (C/W)^2 / (M_X M_Y F),
 //     best at X = sqrt(B N M_X / (F M_Y)).
+//   Ring attention over a context axis hides its K/V traffic iff a ring step's block
+//     attention, 4 Tq Tk N H FLOPs x the visible fraction v at C, outlasts the block's
+//     2 Tk K H bytes over one link direction W (training/context_attention.h):
+//     Tq > C K bytes / (2 N W v) positions of each sequence per chip (v5p, LLaMA 3's
+//     N/K = 8 in bf16, v = 1/2 with head-tail balance: 1275).
 // training/tpu_conditions.h and training/gpu_conditions.h evaluate them over a whole layout.
 //
 //   double alpha = dp_critical_batch(hardware("tpu-v5p"));              // 2550 tokens per chip
@@ -33,6 +38,14 @@ double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes = 1, DTyp
 // Tokens per chip above which FSDP + TP stays compute-bound: (C/W)^2 / (M_X M_Y F).
 double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
                               DType compute = DType::kBf16);
+
+// Positions of each sequence per chip (Tq = T / context) above which ring attention's K/V
+// transfers hide under each step's block attention: C K bytes / (2 N W visible), W =
+// hw.ici (one direction of one link; NVLink egress on GPUs). Heads and kv heads per chip
+// (under tensor parallelism both divide, so only their ratio matters).
+double ring_attention_critical_tokens(const HardwareProfile& hw, double heads, double kv_heads,
+                                      double bytes_per_element, double visible = 0.5,
+                                      DType compute = DType::kBf16);
 
 struct FsdpTpSplit {
   double x_opt = 0;  // sqrt(B N M_X / (F M_Y)), continuous

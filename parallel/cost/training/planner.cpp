@@ -73,7 +73,9 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
   const bool moe = c.model.experts > 0;
   // A context axis only where folding it into the batch axes would not split the batch's
   // sequences evenly (the book shards the sequence once they run out; an odd factor of the
-  // chip count, 9 of 72, needs it too), and never for train_gpt, which has no context axis.
+  // chip count, 9 of 72, needs it too); for train_gpt always, since on a machine's RAM it
+  // is the axis that divides a long sequence's activations (layout_problem skips what
+  // train_gpt refuses).
   const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
   auto consider = [&](const Layout& layout) {
     StepEstimate estimate;
@@ -98,7 +100,7 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
             const int data = chips / static_cast<int>(inner);
             const double batch_ways = static_cast<double>(data) * fsdp * expert * context;
             const bool needed = std::fmod(sequences, batch_ways) != 0;
-            if (context > 1 && (c.shardlab_activations || !needed)) continue;
+            if (context > 1 && !c.shardlab_activations && !needed) continue;
             consider(Layout{data, fsdp, context, pipe, expert, tensor, 1});
           }
         }

@@ -3,8 +3,8 @@
 // per layout, each power-of-two microbatch count), rank the feasible ones by predicted
 // step time then memory per chip, and say why each other layout loses. A context axis is
 // tried only where data x fsdp x expert x context does not divide the batch's sequences
-// (fewer sequences than chips, or a factor of the chip count they lack), never with
-// config.shardlab_activations (train_gpt has no context axis).
+// (fewer sequences than chips, or a factor of the chip count they lack), or with
+// config.shardlab_activations wherever train_gpt can train one.
 //
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
 //   plan.ranked[0].estimate.layout.describe();   // the winner

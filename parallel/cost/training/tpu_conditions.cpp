@@ -1,6 +1,7 @@
 #include "parallel/cost/training/tpu_conditions.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/training/axis_conditions.h"
@@ -40,6 +41,14 @@ LayoutConditions layout_conditions(const TrainConfig& c, const StepEstimate& e, 
   k.fsdp_tp_critical = fsdp_tp_critical_batch(c.model.d_ff, hw, k.fsdp_axes, k.tensor_axes, compute);
   k.x_opt = optimal_fsdp_tp_split(domain_tokens, c.model.d_ff, k.chips_per_domain, k.fsdp_axes, k.tensor_axes).x_opt;
 
+  k.context = l.context;
+  if (l.context > 1 && c.context_comm == ContextComm::kRing) {
+    const double t = l.tensor, kv_heads = std::max(1.0, static_cast<double>(c.model.kv_heads) / t);
+    k.ring_tokens_per_shard = std::ceil(static_cast<double>(c.model.context) / l.context);
+    k.ring_critical = ring_attention_critical_tokens(hw, c.model.heads / t, kv_heads,
+                                                     bytes_of(c.precision.activations), kBalancedVisibleFraction, compute);
+  }
+
   k.dcn_critical_per_pod = dcn_critical_batch_per_pod(hw, compute);
   k.dcn_hidden = k.dcn_ways == 1 || k.tokens_per_pod > k.dcn_critical_per_pod;
   for (const AxisComm& comm : e.comms)
@@ -52,6 +61,7 @@ LayoutConditions layout_conditions(const TrainConfig& c, const StepEstimate& e, 
       k.fsdp > 1 ? k.fsdp_critical / k.tokens_per_fsdp_member : 0,
       k.tensor > 1 ? k.tensor / k.tp_max_degree : 0,
       k.dcn_ways > 1 ? k.dcn_critical_per_pod / k.tokens_per_pod : 0,
+      k.ring_tokens_per_shard > 0 ? k.ring_critical / k.ring_tokens_per_shard : 0,
   };
   k.comm_to_compute = *std::max_element(std::begin(ratios), std::end(ratios));
   k.compute_bound_by_book = k.comm_to_compute <= 1;

@@ -13,6 +13,8 @@
 //   DP inside the pod iff tokens per data replica B / D > alpha / M_D
 //   such an X x Y split exists at all iff B / N > alpha^2 / (M_X M_Y F), best at
 //     X_opt = sqrt(B N M_X / (F M_Y))  (the book's max form: the two axes overlap)
+//   ring attention over a context axis c (TrainConfig::context_comm) iff each chip's
+//     Tq = T / c positions of a sequence > C K bytes / (2 N W v) (axis_conditions.h)
 // The book's comm/compute ratio of the layout is the largest of those ratios (< 1: compute-
 // bound), the DCN one below included. Across pods, the batch axes outside the pod run
 // over DCN and hide iff the batch per pod > C / W_dcn (dcn_critical_batch_per_pod, the
@@ -47,6 +49,9 @@ struct LayoutConditions {
   double tp_max_degree = 0;            // M_Y F / alpha
   double fsdp_tp_critical = 0;         // alpha^2 / (M_X M_Y F), tokens per chip
   double x_opt = 0;                    // sqrt(B N M_X / (F M_Y))
+  int context = 1;                     // the context axis (the whole of it, rings stay in place)
+  double ring_tokens_per_shard = 0;    // Tq = ceil(T / c); 0 without a ring
+  double ring_critical = 0;            // C K bytes / (2 N W v), positions per chip
   double comm_to_compute = 0;          // the largest of the terms above as T_comms / T_math
   bool compute_bound_by_book = false;  // comm_to_compute <= 1
   // Across pods (0 / true when the layout stays in one pod).

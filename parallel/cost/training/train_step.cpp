@@ -52,8 +52,15 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   if (l.context > m.context)
     return "context=" + std::to_string(l.context) + " exceeds the sequence length T=" + std::to_string(m.context) +
            "; shard the sequence at most T ways";
-  if (l.context > 1 && c.shardlab_activations)
-    return "context=" + std::to_string(l.context) + ": train_gpt has no context axis; use data, fsdp, pipe, expert, tensor";
+  if (l.context > 1 && c.shardlab_activations) {  // what train_gpt's layout validator refuses (parallel/layout.cpp)
+    const std::string cp = "context=" + std::to_string(l.context);
+    if (m.context % (2 * l.context))
+      return cp + " cuts each sequence in 2 x context head-tail chunks; T=" + std::to_string(m.context) +
+             " is not a multiple of " + std::to_string(2 * l.context);
+    if (l.pipe > 1) return cp + " with pipe: train_gpt's pipeline passes whole sequences";
+    if (m.experts > 0)
+      return cp + " with a mixture-of-experts model: train_gpt routes and balances whole sequences";
+  }
   const double sequences = c.batch_tokens / m.context;
   const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
   if (sequences != std::floor(sequences) || std::fmod(sequences, split) != 0)
@@ -81,6 +88,12 @@ CollectiveCost axis_collective(CollectiveOp op, double bytes, int size, int inne
 }
 
 namespace {
+
+// One chip sends `bytes` to its neighbour on an axis with `inner` chips nested inside it (a
+// pipeline stage's activations, a ring step's K/V block): an all_gather of two such shards.
+CollectiveCost neighbour_send(double bytes, int inner, int chips, const HardwareProfile& hw) {
+  return axis_collective(CollectiveOp::kAllGather, 2 * bytes, 2, inner, chips, hw);
+}
 
 struct AxisSpec {
   const char* name;
@@ -138,23 +151,41 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   const int remat_passes = c.remat == nn::Remat::Full ? 3 : 2;  // forward (+ recompute) + backward
   add(tensor, CollectiveOp::kAllReduce, "all_reduce(activations) per block",
       mb_tokens_chip * m.d_model * act_bytes, static_cast<int>(2 * remat_passes * layers_per_stage * mb));
-  // Attention over the context axis: every chip gathers the whole sequences' K and V (its
-  // tensor rank's kv heads) each pass and reduce_scatters their gradients in backward.
+  // Attention over the context axis (its tensor rank's kv heads, training/context_attention.h).
   const double kv_heads_per_chip = std::max(1.0, static_cast<double>(m.kv_heads) / t);
-  const double kv_bytes = mb_tokens_group * 2 * kv_heads_per_chip * m.head_dim * act_bytes;
-  add(context, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
-      static_cast<int>(remat_passes * layers_per_stage * mb));
-  add(context, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
-      static_cast<int>(layers_per_stage * mb));
+  if (c.context_comm == ContextComm::kAllGather) {  // the whole sequences' K and V each pass
+    const double kv_bytes = mb_tokens_group * 2 * kv_heads_per_chip * m.head_dim * act_bytes;
+    add(context, CollectiveOp::kAllGather, "all_gather(K, V) per layer", kv_bytes,
+        static_cast<int>(remat_passes * layers_per_stage * mb));
+    add(context, CollectiveOp::kReduceScatter, "reduce_scatter(dK, dV) per layer", kv_bytes,
+        static_cast<int>(layers_per_stage * mb));
+  } else if (l.context > 1) {  // a ring: each step's block under the block attention in hand
+    const double rows = mb_tokens_chip / shard_length;
+    RingStep step;
+    step.block_bytes = ring_block_bytes(rows, shard_length, kv_heads_per_chip, m.head_dim, act_bytes);
+    const CollectiveCost hop = neighbour_send(step.block_bytes, context.inner, chips, hw);
+    step.transfer_seconds = hop.seconds;
+    step.compute_seconds = ring_block_flops(rows, shard_length, shard_length, m.heads / t, m.head_dim) /
+                           (peak_flops(hw, c.precision.compute) * c.efficiency);
+    const RingLayer ring = ring_layer(step, l.context);
+    const double forwards = (remat_passes - 1) * layers_per_stage * mb, backwards = layers_per_stage * mb;
+    s.comms.push_back({"context", "ppermute(K, V) per ring step, forward", CollectiveOp::kPermute, step.block_bytes,
+                       static_cast<int>(forwards * ring.forward_blocks), forwards * ring.forward_seconds, hop.path,
+                       forwards * (ring.forward_seconds - ring.forward_exposed), true});
+    s.comms.push_back({"context", "ppermute(K, V and dK, dV) per ring step, backward", CollectiveOp::kPermute,
+                       step.block_bytes, static_cast<int>(backwards * ring.backward_blocks),
+                       backwards * ring.backward_seconds, hop.path,
+                       backwards * (ring.backward_seconds - ring.backward_exposed), true});
+  }
   if (m.experts > 0) {  // the MoE layers of a stage only
     const double moe_layers_per_stage = layers_per_stage * m.moe_layers() / m.layers;
     add(expert, CollectiveOp::kAllToAll, "all_to_all(tokens) dispatch+combine",
         mb_tokens_chip * e * m.top_k * m.d_model * act_bytes / t,
         static_cast<int>(2 * remat_passes * moe_layers_per_stage * mb));
   }
-  if (l.pipe > 1) {  // a send of one microbatch's activations = an all_gather of 2 shards
+  if (l.pipe > 1) {  // a send of one microbatch's activations
     const double send = mb_tokens_chip * m.d_model * act_bytes;
-    const CollectiveCost one = axis_collective(CollectiveOp::kAllGather, 2 * send, 2, pipe.inner, chips, hw);
+    const CollectiveCost one = neighbour_send(send, pipe.inner, chips, hw);
     s.comms.push_back({"pipe", "send/recv(activations, grads)", CollectiveOp::kAllGather, send,
                        static_cast<int>(2 * mb), 2 * mb * one.seconds, one.path});
   }
@@ -166,31 +197,38 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.compute_seconds = s.flops_per_chip / (peak_flops(hw, c.precision.compute) * c.efficiency) /
                       (1 - s.bubble_fraction);
   std::map<std::string, double> per_axis;
+  double overlapped = 0, traffic = 0;  // what may overlap compute; every transfer
   for (const AxisComm& comm : s.comms) {
-    s.comm_seconds += comm.seconds;
-    per_axis[comm.axis] += comm.seconds;
+    const double exposed = comm.seconds - comm.hidden;
+    s.comm_seconds += exposed;
+    per_axis[comm.axis] += exposed;
+    (comm.stalls ? s.ring_exposed_seconds : overlapped) += exposed;
+    traffic += comm.seconds;
   }
   s.bottleneck = "compute";
   if (s.comm_seconds > s.compute_seconds)
     s.bottleneck = std::max_element(per_axis.begin(), per_axis.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; })->first;
   s.compute_bound = s.compute_seconds >= s.comm_seconds;
-  s.step_seconds = std::max(s.compute_seconds, s.comm_seconds);
-  s.step_seconds_serial = s.compute_seconds + s.comm_seconds;
+  s.step_seconds = std::max(s.compute_seconds, overlapped) + s.ring_exposed_seconds;
+  s.step_seconds_serial = s.compute_seconds + traffic;
 
   // The fsdp x context group is ZeRO-3: every piece of the state shards over it, the
-  // gradients too while microbatches accumulate (each reduce_scatters its own).
-  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, f, false, layers_per_stage);
+  // gradients too while microbatches accumulate (each reduce_scatters its own). train_gpt's
+  // ZeRO-3 (train_command's --zero 3) shards over its own group of ranks.
+  const double shards = c.shardlab_activations ? zero_shard_ranks(l.data, l.fsdp, l.context, l.fsdp > 1 && l.data > 1) : f;
+  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, shards, false, layers_per_stage);
   s.memory.params = param_bytes * (share.params + share.gathered);
   s.memory.grads = grad_bytes * share.grads;
   s.memory.optimizer = c.precision.optimizer_bytes * share.optimizer;
   const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
     const ActivationBytes a = shardlab_activation_bytes(
-        m, {.tokens = mb_tokens_group, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
+        m, {.tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
             .expert = l.expert, .layers = layers_per_stage,
             .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
-            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight});
+            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight, .context = l.context,
+            .context_allgather = c.context_comm == ContextComm::kAllGather});
     s.memory.activations = a.peak();
     s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
   } else {

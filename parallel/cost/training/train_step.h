@@ -8,9 +8,11 @@
 // (applied-training): once data x fsdp reaches the number of sequences, a `context` axis
 // splits each sequence's T tokens (ceil(T / context) per chip, the last shard padded), so
 // tokens per chip may fall below T. Parameters, gradients and optimizer state shard over
-// fsdp x context, whose all_gathers and reduce_scatters run as one group; attention
-// all_gathers each layer's K and V over the context axis (forward, backward and a
-// recompute) and reduce_scatters their gradients (Megatron-style context parallelism).
+// fsdp x context, whose all_gathers and reduce_scatters run as one group. Attention reaches
+// the other shards' keys and values by TrainConfig::context_comm (training/context_attention.h):
+// a ring of ppermutes, each under the block attention it feeds, only what that compute
+// does not hide exposed (train_gpt's default); or all_gathers of each layer's K and V
+// (forward, backward and a recompute) and reduce_scatters of their gradients (LLaMA 3's).
 // Not to be confused with Megatron's sequence parallelism, which splits the tensor axis's
 // activations (TensorParallelConfig::sequence_parallel).
 //
@@ -24,6 +26,7 @@
 
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/network/collective.h"
+#include "parallel/cost/training/context_attention.h"
 
 namespace shardlab::cost {
 
@@ -46,6 +49,7 @@ struct TrainConfig {
   // Count activations as shardlab's own autograd keeps them (model/autograd_activations.h: every
   // intermediate, attention probabilities, logits) instead of the book's fused-kernel count.
   bool shardlab_activations = false;
+  ContextComm context_comm = ContextComm::kRing;  // attention over the context axis
 };
 
 // One collective (or send/recv) the layout runs each step, with its total time.
@@ -57,6 +61,10 @@ struct AxisComm {
   int count = 0;       // calls per step
   double seconds = 0;  // all calls together
   std::string path;    // links used
+  // Ring attention's ppermutes: of `seconds`, what each step's block attention hides; the
+  // rest stalls the step (the block is awaited), so it adds to the step, not overlapping.
+  double hidden = 0;
+  bool stalls = false;
 };
 
 struct StepEstimate {
@@ -67,8 +75,9 @@ struct StepEstimate {
   double compute_seconds = 0;  // includes the pipeline bubble
   double bubble_fraction = 0;  // (p-1)/(m+p-1)
   std::vector<AxisComm> comms;
-  double comm_seconds = 0;         // sum over comms
-  double step_seconds = 0;         // max(compute, comm): communication overlapped
+  double comm_seconds = 0;         // sum over comms, less what ring attention's compute hides
+  double ring_exposed_seconds = 0; // of comm_seconds, the ring's stalls
+  double step_seconds = 0;         // max(compute, other comm) + ring stalls: communication overlapped
   double step_seconds_serial = 0;  // compute + comm: nothing overlapped
   TrainingMemory memory;           // per chip, FSDP prefetch buffers counted as params
   bool fits = false;               // memory.total() <= hbm_bytes
@@ -79,7 +88,9 @@ struct StepEstimate {
 // Empty when the layout can run this model and batch; otherwise why not (e.g. "tensor=16
 // does not divide heads N=12"). The batch's sequences must split evenly over
 // data x fsdp x expert x microbatches; the context axis may leave a padded last shard but
-// not exceed T. shardlab's own autograd (shardlab_activations) has no context axis.
+// not exceed T. train_gpt (shardlab_activations) cuts T into 2 x context head-tail chunks
+// exactly and, as its layout validator (parallel/layout.cpp), trains no context axis
+// beside a pipe axis or with an MoE model.
 std::string layout_problem(const TrainConfig& config, const Layout& layout);
 // Throws UserError with layout_problem() when the layout is invalid.
 StepEstimate estimate_train_step(const TrainConfig& config, const Layout& layout, const HardwareProfile& hw);

@@ -16,4 +16,8 @@ ZeroShare zero_share(double params, int stage, double shards, bool grads_whole, 
   return z;
 }
 
+double zero_shard_ranks(int data, int fsdp, int context, bool hybrid) {
+  return hybrid ? fsdp : static_cast<double>(data) * fsdp * context;
+}
+
 }  // namespace shardlab::cost

@@ -27,4 +27,9 @@ struct ZeroShare {
 };
 ZeroShare zero_share(double params, int stage, double shards, bool grads_whole, double layers);
 
+// The ranks train_gpt's ZeRO stages shard over (parallel/data_parallel/gradient_sync.h,
+// DataAxes): the fsdp axis alone when a data axis beside it holds replicas (`hybrid`: fsdp
+// > 1 with a data axis in the mesh), else data x fsdp x context.
+double zero_shard_ranks(int data, int fsdp, int context, bool hybrid);
+
 }  // namespace shardlab::cost
