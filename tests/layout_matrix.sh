@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # layout_matrix.sh [--cover] TRAIN_GPT MPIEXEC...: every layout trains the model one process
-# trains. Each mesh of data, fsdp, pipe, expert and tensor axes of sizes 1 or 2 on 2, 4 and
-# 8 ranks (MAX_RANKS=32: all five axes at once, 16 and 32 ranks too) -- expert only for the MoE model, fsdp with ZeRO-3 and hybrid ZeRO-2 -- is crossed
+# trains. Each mesh of data, fsdp, pipe, expert, context and tensor axes of sizes 1 or 2 on 2, 4
+# and 8 ranks (MAX_RANKS=32: five axes at once, 16 and 32 ranks too) -- expert only for the
+# MoE model, context only for the dense ones, fsdp with ZeRO-3 and hybrid ZeRO-2 -- is crossed
 # with the models (gpt-tiny, llama-tiny, llama-moe-tiny), the ZeRO stages its axes allow,
-# and, in turn, a remat policy, a pipeline schedule and sequence parallelism where they
-# apply. Each run's 6 losses must be within 1e-4 relative of the single process's on the
+# and, in turn, a remat policy, a pipeline schedule, sequence parallelism and all-gather
+# instead of ring attention where they apply. Each run's 6 losses must be within 1e-4
+# relative of the single process's on the
 # same global batch (16 sequences x 16 tokens, 2 microbatches), and rank 0's memory
 # estimate (cost/model/autograd_activations.h) must be within 15% of its peak measured in step 1 (the
 # tracker's bytes: deterministic, worst 10% over the full matrix). Prints one line per run
@@ -90,6 +92,7 @@ for mesh in $(meshes); do
       [[ $mesh == *pipe* ]] && extra+=(--pp-schedule "${schedules[k % 3]}")
       # Sequence parallelism: dense models (MoE routes whole sequences).
       [[ $mesh == *tensor* && $model != moe && $((k % 2)) == 0 ]] && extra+=(--sequence-parallel)
+      [[ $mesh == *context* && $((k % 2)) == 1 ]] && extra+=(--cp-comm allgather)
       run_case "$model" "$mesh" "$zero" "${extra[@]}"
     done
   done

@@ -6,10 +6,12 @@
 #                     tensor=2 divides them)
 # losses FILE         the losses of a train_gpt --metrics file, one per line
 # steps FILE          its steps, on one line: "1 2 3 "
-# meshes              every mesh of data, fsdp, pipe, expert and tensor axes of size 1 or 2
-#                     with 2 to MAX_RANKS (default 8) ranks, e.g. "data=2,expert=2", one per line
+# meshes              every mesh of data, fsdp, pipe, expert, context and tensor axes of size 1
+#                     or 2 with 2 to MAX_RANKS (default 8) ranks, e.g. "data=2,expert=2", one per
+#                     line (context and expert not together: the MoE model here has a capacity,
+#                     which a context axis refuses)
 # ranks_of MESH       the ranks a mesh needs
-# models_of MESH      the models it trains (expert: only the MoE model)
+# models_of MESH      the models it trains (expert: only the MoE model; context: the dense ones)
 # zeros_of MESH       the ZeRO stages it allows (pipe: not 3; fsdp: hybrid 2 or 3)
 model_flags() {
   case $1 in
@@ -21,23 +23,28 @@ model_flags() {
 losses() { grep -o '"loss": [^,]*' "$1" | awk '{print $2}'; }
 steps() { grep -o '"step": [0-9]*' "$1" | awk '{print $2}' | tr '\n' ' '; }
 meshes() {
-  local d f p e t kv spec
-  for d in 1 2; do for f in 1 2; do for p in 1 2; do for e in 1 2; do for t in 1 2; do
-    local n=$((d * f * p * e * t))
+  local d f p e c t kv spec
+  for d in 1 2; do for f in 1 2; do for p in 1 2; do for e in 1 2; do for c in 1 2; do for t in 1 2; do
+    local n=$((d * f * p * e * c * t))
     [ $n -ge 2 ] && [ $n -le "${MAX_RANKS:-8}" ] || continue
+    [ $e = 2 ] && [ $c = 2 ] && continue
     spec=""
-    for kv in data=$d fsdp=$f pipe=$p expert=$e tensor=$t; do
+    for kv in data=$d fsdp=$f pipe=$p expert=$e context=$c tensor=$t; do
       [ "${kv#*=}" = 2 ] && spec="$spec${spec:+,}$kv"
     done
     echo "$spec"
-  done; done; done; done; done
+  done; done; done; done; done; done
 }
 ranks_of() {
   local n=1 axis
   for axis in ${1//,/ }; do n=$((n * ${axis#*=})); done
   echo $n
 }
-models_of() { if [[ $1 == *expert* ]]; then echo moe; else echo gpt llama moe; fi; }
+models_of() {
+  if [[ $1 == *expert* ]]; then echo moe
+  elif [[ $1 == *context* ]]; then echo gpt llama
+  else echo gpt llama moe; fi
+}
 zeros_of() {
   local zero
   for zero in 0 1 2 3; do

@@ -57,9 +57,9 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
     if (m.context % (2 * l.context))
       return cp + " cuts each sequence in 2 x context head-tail chunks; T=" + std::to_string(m.context) +
              " is not a multiple of " + std::to_string(2 * l.context);
-    if (l.pipe > 1) return cp + " with pipe: train_gpt's pipeline passes whole sequences";
-    if (m.experts > 0)
-      return cp + " with a mixture-of-experts model: train_gpt routes and balances whole sequences";
+    if (m.experts > 0)  // train_gpt trains MoE under a context axis only dropless; the presets have a capacity
+      return cp + " with a mixture-of-experts model: its capacity counts whole sequences (train_gpt needs "
+                  "--capacity-factor 0 with a context axis)";
   }
   const double sequences = c.batch_tokens / m.context;
   const double split = static_cast<double>(l.data) * l.fsdp * l.expert * l.microbatches;
