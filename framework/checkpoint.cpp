@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -186,6 +187,21 @@ struct CheckpointWriter::Impl {
   };
   std::map<std::string, Progress> tensors;
   bool finished = false;
+  std::string failure;  // the first failed write's message; later writes are skipped
+
+  // Runs one write, unless an earlier one failed; a UserError becomes `failure`.
+  template <typename Write>
+  void attempt(const Write& write) {
+    if (!failure.empty()) return;
+    try {
+      write();
+    } catch (const UserError& e) {
+      failure = e.what();
+    }
+  }
+  void throw_failure() const {
+    if (!failure.empty()) throw UserError(failure);
+  }
 
   // Creates the dataset on first use; later uses must agree on the global shape.
   Progress& dataset(const std::string& name, const Shape& shape) {
@@ -240,6 +256,7 @@ CheckpointWriter::CheckpointWriter(std::string path, Mode mode) : impl_(std::mak
 }
 
 void CheckpointWriter::hand_off() {
+  impl_->throw_failure();
   check_complete();
   checked(H5Fflush(impl_->file.get(), H5F_SCOPE_GLOBAL), "cannot flush checkpoint '" + impl_->tmp_path + "'", kDiskHint);
   if (!impl_->file.reset()) hdf5::throw_error("cannot close checkpoint '" + impl_->tmp_path + "'", kDiskHint);
@@ -270,15 +287,23 @@ void CheckpointWriter::write_slab(const std::string& name, const Shape& shape, c
   check_box(name, shape, {offset, count});
   SL_ASSERT(static_cast<int64_t>(data.size()) == numel_of(count),
             std::to_string(data.size()) + " values for box " + shape_str(count) + " of " + name);
-  Impl::Progress& progress = impl_->dataset(name, shape);
-  progress.written += numel_of(count);
-  SL_ASSERT(progress.written <= numel_of(shape), "overlapping pieces written to checkpoint tensor " + name);
-  if (data.empty()) return;
-  const std::string what = "checkpoint '" + impl_->tmp_path + "': cannot write tensor '" + name + "'";
-  Handle dataset(checked(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), what, kDiskHint), H5Dclose);
-  Selection s = select_box(dataset.get(), offset, count, what);
-  checked(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, s.memory.get(), s.file.get(), H5P_DEFAULT, data.data()), what,
-          kDiskHint);
+  impl_->attempt([&] {
+    const auto bad = std::find_if(data.begin(), data.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != data.end()) {
+      throw UserError("checkpoint '" + impl_->path + "': tensor '" + name + "' holds a non-finite value (" +
+                      std::to_string(*bad) + "); a checkpoint is never written with one (the run diverged): "
+                      "resume from an earlier checkpoint with a lower --lr");
+    }
+    Impl::Progress& progress = impl_->dataset(name, shape);
+    progress.written += numel_of(count);
+    SL_ASSERT(progress.written <= numel_of(shape), "overlapping pieces written to checkpoint tensor " + name);
+    if (data.empty()) return;
+    const std::string what = "checkpoint '" + impl_->tmp_path + "': cannot write tensor '" + name + "'";
+    Handle dataset(checked(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), what, kDiskHint), H5Dclose);
+    Selection s = select_box(dataset.get(), offset, count, what);
+    checked(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, s.memory.get(), s.file.get(), H5P_DEFAULT, data.data()), what,
+            kDiskHint);
+  });
 }
 
 void CheckpointWriter::write_range(const std::string& name, const Shape& shape, int64_t flat_offset,
@@ -293,21 +318,26 @@ void CheckpointWriter::write_range(const std::string& name, const Shape& shape, 
 
 void CheckpointWriter::set_attribute(const std::string& key, const AttributeValue& value) {
   SL_ASSERT(key != kFormatKey && key != kFormatVersionKey, "attribute name " + key + " is reserved");
-  write_attribute(impl_->file.get(), key, value, "checkpoint '" + impl_->tmp_path + "': cannot set attribute " + key);
+  impl_->attempt([&] {
+    write_attribute(impl_->file.get(), key, value, "checkpoint '" + impl_->tmp_path + "': cannot set attribute " + key);
+  });
 }
 
 void CheckpointWriter::set_config(const Attributes& config) {
-  const std::string what = "checkpoint '" + impl_->tmp_path + "': cannot write the config";
-  hid_t file = impl_->file.get();
-  Handle group(H5Lexists(file, kConfigGroup, H5P_DEFAULT) > 0
-                   ? checked(H5Gopen2(file, kConfigGroup, H5P_DEFAULT), what, kDiskHint)
-                   : checked(H5Gcreate2(file, kConfigGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what, kDiskHint),
-               H5Gclose);
-  for (const auto& [key, value] : config) write_attribute(group.get(), key, value, what);
+  impl_->attempt([&] {
+    const std::string what = "checkpoint '" + impl_->tmp_path + "': cannot write the config";
+    hid_t file = impl_->file.get();
+    Handle group(H5Lexists(file, kConfigGroup, H5P_DEFAULT) > 0
+                     ? checked(H5Gopen2(file, kConfigGroup, H5P_DEFAULT), what, kDiskHint)
+                     : checked(H5Gcreate2(file, kConfigGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what, kDiskHint),
+                 H5Gclose);
+    for (const auto& [key, value] : config) write_attribute(group.get(), key, value, what);
+  });
 }
 
 void CheckpointWriter::commit() {
   SL_ASSERT(!impl_->finished, "checkpoint " + impl_->path + " committed twice");
+  impl_->throw_failure();
   check_complete();
   const std::string& tmp = impl_->tmp_path;
   checked(H5Fflush(impl_->file.get(), H5F_SCOPE_GLOBAL), "cannot flush checkpoint '" + tmp + "'", kDiskHint);

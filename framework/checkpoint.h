@@ -14,6 +14,12 @@
 // range), so a sharded run can stream its shards through one writer without ever
 // holding the whole model; commit() checks that every element was written.
 //
+// A write that fails (a full disk) or that holds a non-finite value (a diverged run: no
+// checkpoint is ever written with one) is remembered, and the writer's later writes are
+// skipped; commit() or hand_off() throws it, and the destructor removes "<path>.tmp". So
+// ranks that stream their shards to the writing rank through collectives stay in step with
+// it to the end of the save, where they can agree on its outcome (raise_agreed_error).
+//
 // Every failure -- missing, truncated or corrupt file, missing tensor, shape that does
 // not match the model -- throws UserError naming the file, the tensor and the shapes.
 //
@@ -68,8 +74,9 @@ class CheckpointWriter {
   void set_attribute(const std::string& key, const AttributeValue& value);  // on the root group
   void set_config(const Attributes& config);                                // on group "config"
 
-  // Checks every tensor is complete, then flush, fsync, rename over the target, fsync the
-  // directory. The writer is finished afterwards.
+  // Throws the first failed write's UserError, if any; checks every tensor is complete,
+  // then flush, fsync, rename over the target, fsync the directory. The writer is finished
+  // afterwards.
   void commit();
   // Checks this writer's tensors are complete and closes "<path>.tmp" for a kAppend
   // writer to go on with; nothing is renamed. The writer is finished afterwards.

@@ -40,4 +40,18 @@ void check_writable_file(const std::string& path, const std::string& flag) {
   if (!existed) std::remove(path.c_str());
 }
 
+void write_file(const std::string& path, const std::string& text, const std::string& what) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (!file) throw UserError("cannot write " + what + " '" + path + "': " + std::strerror(errno));
+  // fclose flushes: a full disk may first show there.
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int error = errno;
+  if (std::fclose(file) != 0 || !written) {
+    const int reason = written ? errno : error;
+    std::remove(path.c_str());
+    throw UserError("cannot write " + what + " '" + path + "': " + std::strerror(reason) +
+                    "; the partial file was removed; free space on its disk or choose another path");
+  }
+}
+
 }  // namespace shardlab

@@ -10,7 +10,8 @@ namespace shardlab::parallel {
 
 StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
                       const data::Batch& rows, int microbatches, float lr, double max_norm, CommTrace* trace,
-                      const std::function<void()>& gradients_ready) {
+                      const std::function<void()>& gradients_ready,
+                      const std::function<bool(const StepResult&)>& before_update) {
   StepResult result;
   const data::Batch batch = parallel.sequence_slice(rows);  // the context axis's positions of each row
   // Each microbatch's loss is scaled by 1/k before backward; the MoE layers' auxiliary
@@ -49,7 +50,8 @@ StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, opt
   parallel.finish_gradients();
   if (gradients_ready) gradients_ready();
   result.grad_norm = optim::clip_grad_norm(optimizer.views(), max_norm, parallel.norm_reduction());
-  optimizer.step(lr);
+  if (before_update) result.updated = before_update(result);
+  if (result.updated) optimizer.step(lr);
   parallel.finish_step();
   parallel.zero_grad();
   return result;

@@ -24,6 +24,7 @@ struct StepResult {
   double loss = 0.0;       // mean over this rank's microbatches (its tokens of the global batch), on every pipe rank
   double grad_norm = 0.0;  // global gradient norm before clipping
   nn::MoeStats moe;        // this rank's MoE layers over the step's microbatches (nn/moe.h)
+  bool updated = true;     // false: before_update dropped the update
 };
 
 // `batch` is this rank's rows of the global batch, whole sequences: under context
@@ -33,8 +34,14 @@ struct StepResult {
 // `optimizer` is built over parallel.parameters(). `gradients_ready`, where given, runs on
 // every rank once the gradients are final (averaged over the data ranks, not yet clipped),
 // before the update: a collective there sees the same point of the step everywhere.
+// `before_update`, where given, runs on every rank after the gradient norm, with the
+// step's result so far (loss, grad_norm); false drops the update -- the weights, the
+// optimizer's state and its step count stay as they were, every ZeRO stage alike (the
+// update is local to each rank's slice; finish_step re-gathers unchanged slices). It must
+// return the same on every rank: decide it with a collective (runtime::StepGuard).
 StepResult train_step(nn::Transformer& model, const ParallelModel& parallel, optim::Optimizer& optimizer,
                       const data::Batch& batch, int microbatches, float lr, double max_norm, CommTrace* trace = nullptr,
-                      const std::function<void()>& gradients_ready = {});
+                      const std::function<void()>& gradients_ready = {},
+                      const std::function<bool(const StepResult&)>& before_update = {});
 
 }  // namespace shardlab::parallel

@@ -17,31 +17,11 @@ set -uo pipefail
 train=$1; shift
 mpiexec=("$@")
 trials=${TRIALS:-5}
-dir=$(mktemp -d)
+source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, tagged_pids, rank_pid
 trap 'pkill -9 -f "$dir" 2> /dev/null; rm -rf "$dir"' EXIT
-export OMP_NUM_THREADS=1
 common=(--model gpt-small --batch 4 --seq-len 32 --steps 40 --warmup 1 --eval-every 0 --eval-batches 1
         --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-losses() { grep -o '"step": [0-9]*\|"loss": [^,]*' "$1" | paste - - | awk '{print $2, $4}'; }
 RANDOM=7
-
-# The pids of train_gpt processes whose environment holds TAG (SHARDLAB_FAULT_TAG=...), and
-# of those the one of rank R.
-tagged_pids() {
-  local pid env
-  for pid in $(pgrep -f "$train"); do
-    env=$(tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null) || continue
-    grep -qx "$1" <<< "$env" && echo "$pid"
-  done
-}
-rank_pid() {
-  local pid
-  for pid in $(tagged_pids "$1"); do
-    tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$pid"; return; }
-  done
-}
 
 kill_during_writes() {  # kill_during_writes NAME RANKS ARGS...
   local name=$1 n=$2; shift 2

@@ -4,7 +4,9 @@
 #include <hdf5.h>
 
 #include <cstring>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 
@@ -163,6 +165,29 @@ TEST_CASE("an uncommitted or killed write leaves the previous checkpoint intact"
   write_reference(path, 0.75f);  // the next write replaces both
   CheckpointReader r(path);
   CHECK(same_bits(read_all(r, "params/big", kBig), pattern(numel_of(kBig), 0.75f)));
+}
+
+TEST_CASE("a non-finite value is never committed: later writes are skipped, commit throws, the previous file stays") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.h5");
+  write_reference(path, 0.5f);
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> values = pattern(numel_of(kBig), 9.0f);
+    values[17] = bad;
+    CheckpointWriter w(path);
+    w.write("params/big", kBig, values);
+    w.write("params/small", kSmall, pattern(numel_of(kSmall), 1.0f));  // skipped, not an error
+    w.set_attribute("step", int64_t{999});
+    try {
+      w.commit();
+      FAIL("committed a non-finite value");
+    } catch (const UserError& e) {
+      CHECK(std::string(e.what()).find("tensor 'params/big' holds a non-finite value") != std::string::npos);
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CheckpointReader r(path);
+  CHECK(r.int_attribute("step") == 123);
 }
 
 TEST_CASE("corrupt, truncated and foreign files raise a UserError naming the file") {

@@ -50,7 +50,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   const int argc = static_cast<int>(args.size());
   const char* const* argv = args.data();
   r.flags = command_line(argc, argv);
-  cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).");
+  cxxopts::Options o("train_gpt", "Train a GPT-2 or LLaMA-style language model (default: arithmetic, no download).\n"
+                     "Exit codes: 0 trained; 1 an error (bad input, a diverged run, a failed write), with a message; "
+                     "143 preempted: SIGTERM, SIGINT or SIGUSR1 (on any rank, or on mpirun: SIGUSR1) saved a "
+                     "checkpoint of the step in hand, resume with --resume latest (a second signal ends it at once).");
   o.add_options("model")
       ("model", "preset: gpt-arith, gpt-small, gpt-bench, gpt-tiny, llama-small, llama-tiny, gpt-moe-tiny, "
        "llama-moe-tiny, llama-moe-small", cxxopts::value<std::string>()->default_value("gpt-arith"))
@@ -121,6 +124,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        "to, unsharded, to this HDF5 file: optim/grad/<name> beside params/<name> (docs/checkpoint_format.md)",
        cxxopts::value<std::string>()->default_value(""))
       ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
+      ("on-nonfinite", "a non-finite loss or gradient norm (a diverged run): stop (exit 1, naming the last good "
+       "checkpoint) or skip (drop that step's update and go on)", cxxopts::value<std::string>()->default_value(r.on_nonfinite))
+      ("max-skips", "--on-nonfinite skip: stop after this many skipped steps in a row",
+       cxxopts::value<int64_t>()->default_value(std::to_string(r.max_skips)))
       ("threads", "OpenMP threads per rank (0: runtime default)", cxxopts::value<int>()->default_value("0"))
       ("config", "a JSON or TOML file of flags (keys are flag names), or a checkpoint whose saved settings to "
        "reuse; flags after it override it", cxxopts::value<std::string>())
@@ -242,6 +249,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.save_step0 = p.count("save-step0") > 0;
   r.dump_grads = p["dump-grads"].as<std::string>();
   r.resume = p["resume"].as<std::string>();
+  r.on_nonfinite = p["on-nonfinite"].as<std::string>();
+  r.max_skips = p["max-skips"].as<int64_t>();
   r.threads = p["threads"].as<int>();
   r.mesh = p["mesh"].as<std::string>();
   r.zero = p["zero"].as<int>();

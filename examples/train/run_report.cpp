@@ -3,6 +3,7 @@
 #include "parallel/runtime/compute_prediction.h"
 #include "parallel/runtime/compute_probe.h"
 #include "parallel/runtime/memory_estimate.h"
+#include "parallel/runtime/preemption.h"
 
 #include <omp.h>
 
@@ -315,6 +316,13 @@ void RunReport::saved(const std::string& path) {
 
 void RunReport::resumed(const std::string& path, int64_t step) {
   if (leader()) std::printf("resumed from %s at step %lld\n", path.c_str(), static_cast<long long>(step));
+}
+
+void RunReport::preempted(const std::string& by, int64_t step) {
+  if (!leader()) return;
+  std::printf("preempted by %s: stopped after step %lld with its checkpoint saved; exit %d, resume with --resume "
+              "latest\n", by.c_str(), static_cast<long long>(step), runtime::kPreemptedExitCode);
+  std::fflush(stdout);
 }
 
 void RunReport::wrote_gradients(const std::string& path) {

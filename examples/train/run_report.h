@@ -42,6 +42,7 @@ class RunReport {
   void eval(int64_t step, const runtime::EvalResult& result, runtime::MetricsLog& metrics);
   void saved(const std::string& path);
   void resumed(const std::string& path, int64_t step);
+  void preempted(const std::string& by, int64_t step);
   void wrote_trace(const std::string& path);
   void wrote_gradients(const std::string& path);
   void finish();

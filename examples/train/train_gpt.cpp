@@ -28,6 +28,8 @@
 #include "parallel/runtime/memory_estimate.h"
 #include "parallel/runtime/metrics.h"
 #include "parallel/runtime/precision_choice.h"
+#include "parallel/runtime/preemption.h"
+#include "parallel/runtime/step_guard.h"
 #include "parallel/runtime/training_state.h"
 #include "parallel/train_step.h"
 
@@ -39,6 +41,8 @@ namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int train(int argc, char** argv) {
+  // SIGTERM, SIGINT, SIGUSR1: save at the next step boundary, then exit kPreemptedExitCode.
+  const runtime::PreemptionSignals signals;
   const runtime::RunConfig run = cli::parse_run_config(argc, argv);
   if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
   if (run.threads > 0) omp_set_num_threads(run.threads);
@@ -90,10 +94,14 @@ int train(int argc, char** argv) {
   if (!resume.empty()) report.resumed(resume, state.step);
   runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
-  if (run.save_step0 && resume.empty()) {
-    runtime::save_checkpoint(runtime::checkpoint_path(run.ckpt_dir, 0), mesh, parallel_model, *optimizer, state, run);
-    report.saved(runtime::checkpoint_path(run.ckpt_dir, 0));
-  }
+  std::string last_checkpoint = resume;  // named when the run diverges
+  const auto save = [&](int64_t step) {
+    last_checkpoint = runtime::checkpoint_path(run.ckpt_dir, step);
+    runtime::save_checkpoint(last_checkpoint, mesh, parallel_model, *optimizer, state, run);
+    report.saved(last_checkpoint);
+  };
+  if (run.save_step0 && resume.empty()) save(0);
+  runtime::StepGuard guard(mesh, run, signals);  // non-finite steps and signals, agreed by every rank
   const int64_t first_step = state.step;
   for (int64_t step = state.step; step < run.steps; ++step) {
     const auto t0 = Clock::now();
@@ -111,10 +119,11 @@ int train(int argc, char** argv) {
       report.wrote_gradients(run.dump_grads);
       dump_seconds = seconds_since(d0);
     };
-    // forward, backward (gradients sync in the last microbatch), finish, clip, step
-    const parallel::StepResult r =
-        parallel::train_step(model, parallel_model, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
-                             step == first_step && !run.dump_grads.empty() ? dump_gradients : std::function<void()>{});
+    // forward, backward (gradients sync in the last microbatch), finish, clip, agree, step
+    const parallel::StepResult r = parallel::train_step(
+        model, parallel_model, *optimizer, batch, run.grad_accum, lr, run.grad_clip, &mesh.context().trace,
+        step == first_step && !run.dump_grads.empty() ? dump_gradients : std::function<void()>{},
+        [&](const parallel::StepResult& s) { return guard.agree(step + 1, s.loss, s.grad_norm); });
     float loss = static_cast<float>(r.loss);
     parallel::all_reduce(*axes.all, {&loss, 1});  // log the loss of the whole global batch
     state = {step + 1, loader.position()};
@@ -134,11 +143,9 @@ int train(int argc, char** argv) {
     // The step's row is on disk before its checkpoint: a job killed in between resumes from
     // the previous checkpoint and rewrites the row, one killed after has both.
     metrics.flush_row();
-    if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last) {
-      const std::string path = runtime::checkpoint_path(run.ckpt_dir, state.step);
-      runtime::save_checkpoint(path, mesh, parallel_model, *optimizer, state, run);
-      report.saved(path);
-    }
+    guard.stop_if_diverged(last_checkpoint);  // before any checkpoint of this step
+    if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last || guard.preempted()) save(state.step);
+    if (guard.preempted() && !last) return report.preempted(guard.preempted_by(), state.step), runtime::kPreemptedExitCode;
   }
   report.finish();
   if (!run.trace.empty()) {

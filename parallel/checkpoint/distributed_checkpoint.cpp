@@ -2,7 +2,9 @@
 
 #include <memory>
 
+#include "framework/error.h"
 #include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
 
 namespace shardlab::parallel {
 namespace {
@@ -22,30 +24,46 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const opti
   const int stages = parallel.pipeline() ? mesh.axis_size(kPipeAxis) : 1;
   const int here = stages > 1 ? mesh.coord(kPipeAxis) : 0;
   const bool leader = stage_leader(mesh);
+  // This rank's first failed write (a full disk): it still takes part in every collective
+  // below, writing nothing more, and every rank raises the failure at the end.
+  std::string failure;
+  bool stage_failed = false;  // an earlier pipeline stage's leader failed: write nothing more
+  const auto attempt = [&](const std::function<void()>& io) {
+    if (!failure.empty() || stage_failed) return;
+    try {
+      io();
+    } catch (const UserError& e) {
+      failure = e.what();
+    }
+  };
+  const auto commit = [&](CheckpointWriter& writer) {
+    writer.set_attribute("optimizer_step", optimizer.step_count());
+    finish(writer);
+    writer.commit();
+  };
   for (int stage = 0; stage < stages; ++stage) {
     if (stage == here) {
       std::unique_ptr<CheckpointWriter> writer;
       if (leader) {
         const auto mode = stage == 0 ? CheckpointWriter::Mode::kCreate : CheckpointWriter::Mode::kAppend;
-        writer = std::make_unique<CheckpointWriter>(path, mode);
+        attempt([&] { writer = std::make_unique<CheckpointWriter>(path, mode); });
       }
-      parallel.gradient_sync().save(writer.get(), optimizer);
-      if (writer && stages == 1) {
-        writer->set_attribute("optimizer_step", optimizer.step_count());
-        finish(*writer);
-        return writer->commit();
-      }
-      if (writer) writer->hand_off();
+      parallel.gradient_sync().save(writer.get(), optimizer);  // a writer remembers a failed write
+      if (writer) attempt([&] { stages == 1 ? commit(*writer) : writer->hand_off(); });
     }
-    float token = 0.0f;  // the next stage's leader appends only once this one has closed the file
-    if (stages > 1) all_reduce(mesh.axis(kPipeAxis), {&token, 1});
+    // The next stage's leader appends only once this one has closed the file, and not at
+    // all when an earlier stage failed (the stage leaders are the pipe axis through rank 0).
+    float failed = failure.empty() ? 0.0f : 1.0f;
+    if (stages > 1) all_reduce(mesh.axis(kPipeAxis), {&failed, 1}, ReduceOp::kMax);
+    stage_failed = failed > 0;
   }
   if (stages > 1 && mesh.rank() == 0) {
-    CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);
-    writer.set_attribute("optimizer_step", optimizer.step_count());
-    finish(writer);
-    writer.commit();
+    attempt([&] {
+      CheckpointWriter writer(path, CheckpointWriter::Mode::kAppend);
+      commit(writer);
+    });
   }
+  raise_agreed_error(mesh.comm(), failure);
 }
 
 void load_checkpoint(const CheckpointReader& reader, const ParallelModel& parallel, optim::Optimizer& optimizer) {

@@ -23,7 +23,9 @@ namespace shardlab::parallel {
 // optimizer_step; then `finish` adds the run's attributes on mesh rank 0, which commits
 // the file. Without a pipe axis rank 0 writes it all; with one, each stage's
 // leader (its rank whose other coordinates are 0) writes its stages' tensors into the
-// same file in turn -- so those ranks need a filesystem they share.
+// same file in turn -- so those ranks need a filesystem they share. A write that fails on
+// any rank (a full disk) is the same UserError on every rank, the previous checkpoint at
+// `path` untouched and the partial file removed.
 void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const optim::Optimizer& optimizer,
                      const std::string& path, const std::function<void(CheckpointWriter&)>& finish);
 // Every rank reads the parameters and optimizer state it owns, and the optimizer's step.

@@ -137,6 +137,21 @@ int run_mpi_main(MPI_Comm comm, const std::function<int()>& body) {
   }
 }
 
+void raise_agreed_error(MPI_Comm comm, const std::string& error) {
+  int rank = 0, size = 1;
+  SL_MPI(MPI_Comm_rank(comm, &rank));
+  SL_MPI(MPI_Comm_size(comm, &size));
+  const int mine = error.empty() ? size : rank;
+  int first = size;
+  SL_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size) return;
+  int length = rank == first ? mpi_count(static_cast<int64_t>(error.size())) : 0;
+  SL_MPI(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+  std::string message = rank == first ? error : std::string(static_cast<size_t>(length), '\0');
+  SL_MPI(MPI_Bcast(message.data(), length, MPI_CHAR, first, comm));
+  throw UserError(message);
+}
+
 Comm::~Comm() {
   if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }

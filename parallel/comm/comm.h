@@ -56,6 +56,16 @@ void install_mpi_abort_handler(MPI_Comm job);
 // does not share, prints "rank R: error: <what>" and aborts every rank with exit code 1.
 int run_mpi_main(MPI_Comm comm, const std::function<int()>& body);
 
+// Collective over `comm`, after work that may fail on some ranks only (a file written by
+// the ranks that write: a full disk): `error` is this rank's message, "" when it did not
+// fail. When any rank failed, every rank throws the same UserError, the lowest failing
+// rank's message, so run_mpi_main ends the job with that one message and exit 1, instead of
+// one rank leaving while the others go on to their next collective.
+//   std::string error;
+//   try { write_file(); } catch (const UserError& e) { error = e.what(); }
+//   raise_agreed_error(comm, error);
+void raise_agreed_error(MPI_Comm comm, const std::string& error);
+
 // An owned communicator (freed on destruction) or a borrowed one (never freed).
 class Comm {
  public:

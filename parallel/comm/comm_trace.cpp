@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/output_path.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 
@@ -162,12 +162,17 @@ void CommTrace::write_chrome_trace(MPI_Comm comm, const std::string& path) const
     all.resize(total);
   }
   SL_MPI(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, comm));
-  if (rank != 0) return;
-  // Every fragment ends in ",\n"; drop the last comma to close a valid JSON array.
-  if (all.size() >= 2) all.resize(all.size() - 2);
-  std::ofstream out(path);
-  if (!out) throw UserError("cannot write trace file '" + path + "'; check that its directory exists");
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" << all << "\n]}\n";
+  std::string error;  // rank 0's, which every rank then raises
+  if (rank == 0) {
+    // Every fragment ends in ",\n"; drop the last comma to close a valid JSON array.
+    if (all.size() >= 2) all.resize(all.size() - 2);
+    try {
+      write_file(path, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" + all + "\n]}\n", "trace file");
+    } catch (const UserError& e) {
+      error = e.what();
+    }
+  }
+  raise_agreed_error(comm, error);
 }
 
 }  // namespace shardlab::parallel

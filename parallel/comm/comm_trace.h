@@ -83,7 +83,8 @@ class CommTrace {
   double clock_offset() const { return clock_offset_; }
 
   // Collective over `comm`: rank 0 writes every rank's events into one Chrome trace file,
-  // their times moved onto rank 0's clock (align_clocks; unaligned, each rank's own).
+  // their times moved onto rank 0's clock (align_clocks; unaligned, each rank's own). A
+  // write that fails (a full disk) is the same UserError on every rank, the file removed.
   void write_chrome_trace(MPI_Comm comm, const std::string& path) const;
 
  private:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -74,7 +76,7 @@ void drop_rows_after(const std::string& path, int64_t last_step) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) {
+MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at) : path_(path) {
   if (path.empty()) return;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -111,9 +113,17 @@ void MetricsLog::flush_row() {
     line += nlohmann::json(key).dump() + ": " + (std::isfinite(value) ? v.dump() : "null");
   }
   line += "}\n";
-  std::fputs(line.c_str(), file_);
-  std::fflush(file_);
+  const auto at = row_.find("step");
+  const long long step = at != row_.end() ? static_cast<long long>(at->second) : -1;
   row_.clear();
+  if ((std::fputs(line.c_str(), file_) >= 0 && std::fflush(file_) == 0) || warned_) return;
+  // A log, not the run's state: losing rows must not end a long run whose checkpoints (on
+  // the same disk, they fail and stop it with their own error) still resume it.
+  warned_ = true;
+  std::fprintf(stderr, "warning: cannot write metrics file %s at step %lld: %s; training goes on, its rows from here "
+               "on may be missing (the progress lines still show the loss)\n", path_.c_str(), step,
+               std::strerror(errno));
+  std::fflush(stderr);
 }
 
 std::string format_duration(double seconds) {

@@ -36,12 +36,16 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   // Adds a field to the current row; flush_row() writes it as one JSON object per line,
-  // {"step": 10, "loss": 2.31, ...}, and starts the next row.
+  // {"step": 10, "loss": 2.31, ...}, and starts the next row. A row that cannot be written
+  // (a full disk) prints one warning naming the file and the reason, and training goes on
+  // (docs/reliability.md: the file is a log, the checkpoints hold the run).
   void add(const std::string& key, double value) { row_[key] = value; }
   void flush_row();
 
  private:
   std::FILE* file_ = nullptr;
+  std::string path_;
+  bool warned_ = false;  // a row failed to be written
   std::map<std::string, double> row_;
 };
 

@@ -54,6 +54,10 @@ void RunConfig::validate() const {
     throw UserError("--grad-clip " + std::to_string(grad_clip) + " must be 0 (no clipping) or a positive global norm");
   }
   require_positive("--eval-batches", eval_batches);
+  if (on_nonfinite != "stop" && on_nonfinite != "skip") {
+    throw UserError("unknown --on-nonfinite '" + on_nonfinite + "'; use stop or skip");
+  }
+  require_positive("--max-skips", max_skips);
   if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
   if (!val_data.empty() && data == "arithmetic") {

@@ -48,6 +48,8 @@ struct RunConfig {
   bool save_step0 = false;  // also a checkpoint of the initial weights
   std::string dump_grads;   // file for the first step's gradients ('' none)
   std::string resume;       // a checkpoint path to continue from
+  std::string on_nonfinite = "stop";  // a non-finite loss or gradient norm: stop, or skip the update
+  int64_t max_skips = 3;              // --on-nonfinite skip: steps in a row before it stops
   int threads = 0;          // OpenMP threads per rank, 0: runtime default
   // parallel layout
   std::string mesh = "data=1";
