@@ -17,18 +17,17 @@ threads=${THREADS:-2}
 batches=${BATCHES:-1 2 4 8 16 32 64}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=$threads
+# The profile generate predicts with: measured afresh by the first run, here.
+export OMP_NUM_THREADS=$threads SHARDLAB_LOCAL_PROFILE=$tmp/local.profile
 
 model=(--model gpt-small --vocab 256 --context 256 --d-model 768 --layers 6 --heads 12 --d-ff 3072)
 "$build/examples/train_gpt" "${model[@]}" --steps 1 --batch 1 --eval-every 0 --eval-batches 1 --eval-problems 0 \
   --threads "$threads" --ckpt-dir "$tmp" > "$tmp/train.log" 2>&1 || { cat "$tmp/train.log"; exit 1; }
 ckpt=$(ls "$tmp"/ckpt_*.h5 | tail -1)
 
-# The profile generate predicts with (measured on its first run, cached in the working directory).
-profile=shardlab_local.profile.${threads}threads
 "$build/examples/generate" --ckpt "$ckpt" --max-new 2 > /dev/null 2>&1
-flops=$(awk -F' = ' '$1 == "flops_fp32" {print $2}' "$profile")
-bw=$(awk -F' = ' '$1 == "hbm_bandwidth" {print $2}' "$profile")
+flops=$(awk -F' = ' '$1 == "flops_fp32" {print $2}' "$SHARDLAB_LOCAL_PROFILE")
+bw=$(awk -F' = ' '$1 == "hbm_bandwidth" {print $2}' "$SHARDLAB_LOCAL_PROFILE")
 awk -v f="$flops" -v b="$bw" 'BEGIN { printf "local profile: %.1f GFLOP/s fp32 GEMM, %.1f GB/s memory; critical batch B* = 2 x FLOP/s / bandwidth = %.1f\n", f / 1e9, b / 1e9, 2 * f / b }'
 
 printf "%6s %14s %14s %12s %12s %9s\n" batch "step ms" "predicted ms" "tokens/s" "predicted" "meas/pred"

@@ -7,7 +7,7 @@
 //   mpirun -n 2 --mca btl self,tcp bench_collectives --csv tcp.csv
 //   mpirun -n 2 bench_collectives --calibrate auto.table            # measure `auto`
 //   mpirun -n 2 bench_collectives --overhead                        # wrapper vs bare MPI
-//   mpirun -n 2 bench_collectives --write-links shardlab_local.profile   # per-axis links
+//   mpirun -n 2 bench_collectives --write-links local   # per-axis links into the local profile
 //
 // The algorithms of one op and size are timed interleaved, --rounds times over: each
 // round times every algorithm for --iters repetitions (the slowest rank's mean), and a
@@ -114,8 +114,9 @@ void measure_overhead(const AxisGroup& g, MPI_Comm comm, int iters, int rounds, 
 
 // Measures every axis of the mesh as a link -- one ring step, ppermute by 1, each rank
 // sending to one neighbour while receiving from the other -- and stores it in the
-// profile file `path` as link.<axis>.{bandwidth,latency} (parallel/cost/hardware/hardware.h). Latency is the
-// time of a 4-byte step; bandwidth the slope between 1 MiB and 16 MiB steps.
+// profile file `path` as link.<axis>.{bandwidth,latency} (parallel/cost/hardware/hardware.h), keeping
+// the rest of the file, its fingerprint included. Latency is the time of a 4-byte step;
+// bandwidth the slope between 1 MiB and 16 MiB steps.
 void write_links(const Mesh& mesh, const std::string& path, int rounds, bool root) {
   cost::HardwareProfile profile = cost::load_profile(path);  // from shardlab-plan calibrate
   constexpr int64_t kSmall = 4, kMid = 1 << 20, kLarge = 16 << 20;
@@ -202,7 +203,8 @@ int run(int argc, char** argv) {
       ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>()->default_value(""))
       ("json", "write the rows as JSON to this file", cxxopts::value<std::string>()->default_value(""))
       ("calibrate", "add the measured auto rules for this group size to this table file", cxxopts::value<std::string>()->default_value(""))
-      ("write-links", "measure each axis's link and store it in this profile file", cxxopts::value<std::string>()->default_value(""))
+      ("write-links", "measure each axis's link and store it in this profile file ('local': the one train_gpt reads, "
+       "shardlab-plan calibrate's)", cxxopts::value<std::string>()->default_value(""))
       ("overhead", "measure the wrapper's overhead over bare MPI_Allreduce instead")
       ("collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
        "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))
@@ -218,9 +220,10 @@ int run(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   const bool root = world_rank == 0;
   // Where the results go, checked before the measurements (every rank refuses alike).
-  for (const char* flag : {"csv", "json", "calibrate", "write-links"}) {
-    check_writable_file(args[flag].as<std::string>(), std::string("--") + flag);
-  }
+  for (const char* flag : {"csv", "json", "calibrate"}) check_writable_file(args[flag].as<std::string>(), std::string("--") + flag);
+  const std::string links_path =
+      args["write-links"].as<std::string>() == "local" ? cost::local_profile_path() : args["write-links"].as<std::string>();
+  check_writable_file(links_path, "--write-links");
   if (args.count("help")) {
     if (root) std::printf("%s\n", options.help().c_str());
     return 0;
@@ -240,8 +243,8 @@ int run(int argc, char** argv) {
   configure_link_emulation(mesh, args["profile"].as<std::string>(), args["link-mode"].as<std::string>(),
                            args["link-scale"].as<double>());
   if (!args["auto-table"].as<std::string>().empty()) context.auto_table = AlgorithmTable::load(args["auto-table"].as<std::string>());
-  if (const std::string path = args["write-links"].as<std::string>(); !path.empty()) {
-    write_links(mesh, path, rounds, root);
+  if (!links_path.empty()) {
+    write_links(mesh, links_path, rounds, root);
     return 0;
   }
   const AxisGroup& g = mesh.group_named(args["axis"].as<std::string>());

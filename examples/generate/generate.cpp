@@ -1,5 +1,6 @@
 // generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling,
-// on one process or with the weights and the KV cache split over a tensor axis.
+// on one process or with the weights and the KV cache split over a tensor axis. Bytes are
+// tokens: a model trained on llm.c token shards is refused (no tokenizer yet).
 //
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
@@ -21,8 +22,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <variant>
 #include <cxxopts.hpp>
 
+#include "framework/checkpoint.h"
+#include "framework/data/token_files.h"
 #include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/ops/compute_copies.h"
@@ -86,6 +90,22 @@ void report_precision(const PrecisionPolicy& policy, const ComputeCopies& copies
   std::fprintf(stderr, "\n");
 }
 
+// generate reads prompts and prints output as bytes, one token each; a model trained on
+// llm.c token shards (GPT-2 ids) would be fed bytes and print its ids as bytes, garbage.
+// Refused, naming the data, until there is a tokenizer. A checkpoint without `data` (from
+// before it was stored) was trained on the arithmetic task.
+void require_byte_level(const std::string& path) {
+  const Attributes config = CheckpointReader(path).config();
+  const auto data = config.find("data");
+  if (data == config.end() || !std::holds_alternative<std::string>(data->second)) return;
+  const std::string& trained_on = std::get<std::string>(data->second);
+  if (!data::is_token_shard(trained_on)) return;
+  throw UserError("checkpoint " + path + " was trained on llm.c token shards (--data " + trained_on +
+                  "), but generate has no tokenizer: it reads the prompt and prints the output as bytes, one token "
+                  "each, which for this model would be garbage; generate from a model trained on --data arithmetic "
+                  "or a text file (byte-level)");
+}
+
 // The prompts as token ids: --prompt, or --prompts FILE with one prompt per line (empty
 // lines skipped). Bytes are tokens.
 std::vector<std::vector<int>> read_prompts(const cxxopts::ParseResult& p, const nn::ModelConfig& config) {
@@ -116,7 +136,7 @@ std::vector<std::vector<int>> read_prompts(const cxxopts::ParseResult& p, const 
 
 int run(int argc, char** argv) {
   cxxopts::Options o("generate", "Sample text from a train_gpt checkpoint (KV-cached decoding).");
-  o.add_options()("ckpt", "checkpoint file (.h5) written by train_gpt", cxxopts::value<std::string>())(
+  o.add_options()("ckpt", "checkpoint file (.h5) written by train_gpt on byte-level data (arithmetic or a text file)", cxxopts::value<std::string>())(
       "prompt", "text to continue (bytes are tokens)", cxxopts::value<std::string>()->default_value("\n"))(
       "prompts", "file of prompts, one per line, decoded together as one batch (left-padded to one length)",
       cxxopts::value<std::string>())(
@@ -160,6 +180,7 @@ int run(int argc, char** argv) {
   runtime::check_bf16_matmul_flag(compute, precision, bf16_matmul);
 
   const nn::ModelConfig config = runtime::checkpoint_model_config(path);
+  require_byte_level(path);
   const std::vector<std::vector<int>> prompts = read_prompts(p, config);
   size_t longest = 0;
   for (const auto& ids : prompts) longest = std::max(longest, ids.size());

@@ -87,6 +87,11 @@ int cmd_hw(const cxxopts::ParseResult& a) {
     for (const auto& [axis, link] : p.axis_links)
       text += "  axis " + axis + ": " + human(link.bandwidth, "B/s") + ", " + human(link.latency, "s") + "\n";
     Json json = profile_json(p);
+    if (p.name == "local") {  // where it lives, and what it was measured for
+      text += "  file " + local_profile_path() + (p.fingerprint.empty() ? "" : " (" + p.fingerprint + ")") + "\n";
+      json["path"] = local_profile_path();
+      json["fingerprint"] = p.fingerprint;
+    }
     if (p.facts.cores > 0) {
       text += facts_text(p);
       json["facts"] = facts_json(p);

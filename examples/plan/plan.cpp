@@ -19,11 +19,12 @@
 //   shardlab-plan serve --model llama3-70b --hw tpu-v5e --chips 16 --decode-tokens 512 --qps 100
 //   shardlab-plan serve --model mixtral-8x7b --hw tpu-v5e --chips 16 --batch 32 --expert-shards 8 --kv-shard batch=2
 //   shardlab-plan totals --params 70e9 --tokens 15e12 --hw tpu-v5p --chips 8960 --mfu 0.4
-//   shardlab-plan calibrate [--out shardlab_local.profile] [--axis-link tensor=2e9:1e-6]
+//   shardlab-plan calibrate [--threads 1] [--axis-link tensor=2e9:1e-6] [--out FILE]
 //
 // Every subcommand takes --json (one object; keys in docs/plan_json.md). Sizes take
 // binary suffixes: 16k = 16384, 4M = 4194304 (also G, T), or plain/scientific numbers.
 #include <cxxopts.hpp>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -290,16 +291,21 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
     o.axis_links[spec.substr(0, eq)] = {parse_size(spec.substr(eq + 1, colon - eq - 1), "axis-link"),
                                         std::strtod(spec.c_str() + colon + 1, nullptr)};
   }
+  const int threads = a["threads"].as<int>();
+  if (threads < 0) throw UserError("--threads must be 0 (OMP_NUM_THREADS) or a count, got " + std::to_string(threads));
+  if (threads > 0) omp_set_num_threads(threads);
   HardwareProfile p = calibrate_local(o);
   if (a.count("link-bandwidth")) p.ici.bandwidth = p.dcn.bandwidth = a["link-bandwidth"].as<double>();
   const std::string out = a["out"].as<std::string>().empty() ? local_profile_path() : a["out"].as<std::string>();
+  const std::string kept = keep_axis_links(out, p);
   save_profile(p, out);
   Json json = profile_json(p);
   json["path"] = out;
+  json["fingerprint"] = p.fingerprint;
   emit(a, json,
-       "measured: GEMM " + human(p.flops_fp32, "FLOP/s") + " fp32, " + human(p.flops_bf16, "FLOP/s") +
+       "measured with " + std::to_string(omp_get_max_threads()) + " threads per rank: GEMM " + human(p.flops_fp32, "FLOP/s") + " fp32, " + human(p.flops_bf16, "FLOP/s") +
            " bf16 (the faster of the bf16 and fp32 kernels), memory " + human(p.hbm_bandwidth, "B/s") +
-           ", link " + human(p.ici.bandwidth, "B/s") + " (" + human(p.ici.latency, "s") + " per hop)\nwrote " + out + "\n");
+           ", link " + human(p.ici.bandwidth, "B/s") + " (" + human(p.ici.latency, "s") + " per hop)\n" + (kept.empty() ? "" : "kept " + kept + " from the file\n") + "wrote " + out + "\n");
   return 0;
 }
 
@@ -438,8 +444,10 @@ int main(int argc, char** argv) {
           ("dtype", "element type: fp32, bf16, fp8, int8, int4", cxxopts::value<std::string>()->default_value("bf16"));
       run = cmd_array;
     } else if (command == "calibrate") {
-      o.add_options()("out", "profile file (default $SHARDLAB_LOCAL_PROFILE or ./shardlab_local.profile)",
+      o.add_options()("out", "profile file (default: the one train_gpt reads, " + local_profile_path() + ")",
                       cxxopts::value<std::string>()->default_value(""))
+          ("threads", "OpenMP threads per rank of the runs it is for, as train_gpt --threads (0: OMP_NUM_THREADS)",
+           cxxopts::value<int>()->default_value("0"))
           ("gemm-size", "n of the n^3 GEMM", cxxopts::value<int64_t>()->default_value("1024"))
           ("seconds", "time per measurement", cxxopts::value<double>()->default_value("0.3"))
           ("link-bandwidth", "default link bytes/s (e.g. from bench_collectives)", cxxopts::value<double>())

@@ -103,8 +103,10 @@ void write_shard(const std::string& path, std::span<const uint16_t> tokens) {
   }
 }
 
+bool is_token_shard(const std::string& path) { return ends_with(path, ".bin"); }
+
 std::vector<uint16_t> read_token_file(const std::string& path) {
-  return ends_with(path, ".bin") ? read_shard(path) : read_text_bytes(path);
+  return is_token_shard(path) ? read_shard(path) : read_text_bytes(path);
 }
 
 std::vector<std::string> expand_data_paths(const std::string& pattern) {

@@ -28,7 +28,10 @@ std::vector<uint16_t> read_text_bytes(const std::string& path);
 std::vector<uint16_t> read_shard(const std::string& path);
 void write_shard(const std::string& path, std::span<const uint16_t> tokens);
 
-// read_shard for paths ending in ".bin", read_text_bytes for anything else.
+// Whether a path (or a --data pattern) names llm.c token shards rather than byte-level
+// text: it ends in ".bin". What a checkpoint's `data` says its model's tokens are.
+bool is_token_shard(const std::string& path);
+// read_shard for token shards (is_token_shard), read_text_bytes for anything else.
 std::vector<uint16_t> read_token_file(const std::string& path);
 
 // The files a --data argument names: the path itself, or -- when its file name holds a

@@ -1,11 +1,13 @@
 #include "parallel/cost/hardware/calibrate.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "framework/error.h"
@@ -94,7 +96,19 @@ HardwareProfile calibrate_local(const CalibrationOptions& o) {
   p.wraparound = true;
   p.node_size = 1 << 20;
   p.axis_links = o.axis_links;
+  p.fingerprint = local_fingerprint(omp_get_max_threads());
   return p;
+}
+
+std::string keep_axis_links(const std::string& path, HardwareProfile& fresh) {
+  std::string kept;
+  if (!std::ifstream(path)) return kept;
+  try {
+    for (const auto& [axis, link] : load_profile(path).axis_links)
+      if (fresh.axis_links.try_emplace(axis, link).second) kept += (kept.empty() ? "link." : ", link.") + axis;
+  } catch (const UserError&) {  // a corrupt file: nothing in it to trust
+  }
+  return kept;
 }
 
 }  // namespace shardlab::cost

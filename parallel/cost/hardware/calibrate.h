@@ -10,7 +10,14 @@
 //    memcpy between two large buffers (bandwidth) and the given default latency. Figures
 //    from bench_collectives replace it per axis (CalibrationOptions::axis_links).
 //
+// The profile carries the fingerprint of this machine, build and thread count
+// (local_fingerprint), so train_gpt and generate take it as theirs when those match. A new
+// measurement keeps the per-axis links the file already holds (keep_axis_links): they are
+// figures of the network that a user or `bench_collectives --write-links` put there, which
+// measuring this machine's GEMM and memory does not replace.
+//
 //   HardwareProfile local = calibrate_local({});
+//   keep_axis_links(local_profile_path(), local);
 //   save_profile(local, local_profile_path());
 #pragma once
 
@@ -37,8 +44,13 @@ double measure_bf16_gemm_flops(int64_t n, double seconds);
 double measure_memory_bandwidth(double seconds);
 double measure_copy_bandwidth(double seconds);  // one memcpy of 64 MiB: bytes/s
 
-// A full `local` profile: measured figures; bf16 the faster of the bf16 and fp32 kernels,
-// int8 equal to fp32 (emulated here).
+// A full `local` profile: measured figures with the current OpenMP thread count and its
+// fingerprint; bf16 the faster of the bf16 and fp32 kernels, int8 equal to fp32 (emulated here).
 HardwareProfile calibrate_local(const CalibrationOptions& options);
+
+// Copies into `fresh` the per-axis links (link.<axis>.*) of the profile file at `path` for
+// the axes `fresh` has none of. Returns them as the file names them ("link.data,
+// link.tensor"); empty when there are none or the file is missing or unreadable.
+std::string keep_axis_links(const std::string& path, HardwareProfile& fresh);
 
 }  // namespace shardlab::cost

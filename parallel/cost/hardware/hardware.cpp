@@ -6,8 +6,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "framework/error.h"
@@ -195,11 +197,12 @@ std::vector<std::string> hardware_names() {
 
 std::string local_profile_path() {
   const char* env = std::getenv("SHARDLAB_LOCAL_PROFILE");
-  return env && *env ? env : "shardlab_local.profile";
-}
-
-std::string local_profile_path(int threads) {
-  return threads == 1 ? local_profile_path() : local_profile_path() + "." + std::to_string(threads) + "threads";
+  if (env && *env) return env;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");  // the XDG base directory rules: absolute or ignored
+  if (xdg && *xdg == '/') return std::string(xdg) + "/shardlab/local.profile";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.cache/shardlab/local.profile";
+  return "shardlab_local.profile";
 }
 
 namespace {
@@ -263,6 +266,8 @@ const HardwareProfile& hardware(const std::string& name) {
 // The file stores every field as "key = value"; per-axis links as "link.<axis>.bandwidth"
 // and "link.<axis>.latency". Unset keys keep the placeholder's values.
 void save_profile(const HardwareProfile& p, const std::string& path) {
+  std::error_code ignored;  // a folder that cannot be made fails the open below, with the path
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   std::ofstream out(tmp);
   if (!out) throw UserError("cannot write hardware profile file '" + path + "'; choose a writable path");

@@ -108,11 +108,12 @@ const HardwareProfile& hardware(const std::string& name);
 // Every known name, book chips first, then "local".
 std::vector<std::string> hardware_names();
 
-// Where `local` lives: $SHARDLAB_LOCAL_PROFILE if set, else ./shardlab_local.profile.
+// Where `local` lives: $SHARDLAB_LOCAL_PROFILE if set, else local.profile in the per-user
+// cache directory ($XDG_CACHE_HOME/shardlab if that is an absolute path, else
+// ~/.cache/shardlab; ./shardlab_local.profile without a HOME). One file for every program
+// and thread count: calibrate writes it, train_gpt and generate read it and measure it
+// again when its fingerprint is not theirs (parallel/runtime/local_profile.h).
 std::string local_profile_path();
-// The one measured with `threads` OpenMP threads per rank: local_profile_path() for 1,
-// "<that>.<threads>threads" otherwise (runs of different thread counts keep their own).
-std::string local_profile_path(int threads);
 // What a `local` measurement holds for: this host and its CPU model and cores, this build
 // (its tree, compiler, build type and when it was configured) and the OpenMP threads per
 // rank. A cached profile with another fingerprint is measured again.
@@ -121,7 +122,7 @@ std::string local_fingerprint(int threads);
 void set_local_profile(const HardwareProfile& profile);
 // Read/write a profile file ("key = value" lines; docs/cost_model.md). Throws UserError on
 // a missing file, an unknown key or a malformed value, naming the file and line. Writing
-// replaces the file whole (a temporary file renamed over it).
+// creates the file's folder and replaces the file whole (a temporary file renamed over it).
 HardwareProfile load_profile(const std::string& path);
 void save_profile(const HardwareProfile& profile, const std::string& path);
 
