@@ -44,10 +44,11 @@ for zero in 3 1; do
   echo "ok: ZeRO-$zero all_gather bytes per step fp32 $gf, bf16 $gb; gradient reductions equal"
 done
 # --reduce-dtype bf16: the gradients' reduce_scatter (ZeRO-3) and all_reduce (DP) carry
-# half the bytes; the gradient norm's 4-byte all_reduce stays fp32.
+# half the bytes; the gradient norm's 4-byte all_reduce and the step guard's 12-byte one
+# (signals and non-finite values, parallel/runtime/step_guard.h) stay fp32.
 for zero in 3 0; do
   op=$([ $zero = 3 ] && echo reduce_scatter || echo all_reduce)
-  norm=$([ $zero = 3 ] && echo 0 || echo 4)  # ZeRO-3's norm is an all_reduce too, but not of this op
+  norm=$([ $zero = 3 ] && echo 0 || echo 16)  # ZeRO-3's are all_reduces too, but not of this op
   rf=$(step_bytes $zero fp32 $op); rb=$(step_bytes $zero fp32 $op bf16)
   [ "$rf" -gt "$norm" ] && [ $((rf - norm)) -eq $((2 * (rb - norm))) ] ||
     { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, --reduce-dtype bf16 $rb: not half"; exit 1; }
