@@ -23,9 +23,9 @@ TEST_CASE("ring attention: a step's FLOPs and block bytes, by hand") {
   CHECK(ring_block_flops(2, 1024, 1024, 8, 64, 1.0) == 2 * 2147483648.0);
   // rows x Tk x 2 x K x H x bytes = 2 x 1024 x 2 x 2 x 64 x 2 = 1 MiB.
   CHECK(ring_block_bytes(2, 1024, 2, 64, 2) == 1048576.0);
-  CHECK(context_comm_from("ring") == ContextComm::kRing);
-  CHECK(context_comm_from("allgather") == ContextComm::kAllGather);
-  CHECK_THROWS_WITH_AS(context_comm_from("ulysses"), doctest::Contains("use ring or allgather"), shardlab::UserError);
+  CHECK(shardlab::parallel::parse_context_comm("ring") == ContextComm::kRing);
+  CHECK(shardlab::parallel::parse_context_comm("allgather") == ContextComm::kAllGather);
+  CHECK_THROWS_WITH_AS(shardlab::parallel::parse_context_comm("ulysses"), doctest::Contains("use ring or allgather"), shardlab::UserError);
 }
 
 TEST_CASE("ring attention: blocks per layer and what each step's compute leaves exposed") {

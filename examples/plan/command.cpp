@@ -33,7 +33,7 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
   // The cost model's state shards over fsdp x context as ZeRO-3.
   cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 ? " --zero 3" : "");
-  if (l.context > 1) cmd += std::string(" --cp-comm ") + cost::to_string(c.context_comm);
+  if (l.context > 1) cmd += std::string(" --cp-comm ") + parallel::context_comm_name(c.context_comm);
   cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
   cmd += std::string(" --remat ") + nn::remat_name(c.remat);
   if (!extra.empty()) cmd += " " + extra;

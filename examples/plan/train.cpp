@@ -207,7 +207,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
-  c.context_comm = context_comm_from(a["cp-comm"].as<std::string>());
+  c.context_comm = parallel::parse_context_comm(a["cp-comm"].as<std::string>());
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
   hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
   if (hw.sharp && hw.interconnect != Interconnect::kSwitched)

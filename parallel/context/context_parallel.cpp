@@ -192,14 +192,6 @@ Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, c
              : allgather_attention(context, split, wire, qkv, n_heads, n_kv_heads, times);
 }
 
-ContextComm parse_context_comm(const std::string& name) {
-  if (name == "ring") return ContextComm::kRing;
-  if (name == "allgather" || name == "all_gather" || name == "all-gather") return ContextComm::kAllGather;
-  throw UserError("context-parallel communication '" + name + "' is not known; use ring or allgather");
-}
-
-const char* context_comm_name(ContextComm comm) { return comm == ContextComm::kRing ? "ring" : "allgather"; }
-
 std::vector<int> SequenceSplit::chunks_of(int rank) const {
   SL_ASSERT(rank >= 0 && rank < size, "context rank " + std::to_string(rank) + " of " + std::to_string(size));
   if (!load_balance) return {rank};

@@ -38,12 +38,9 @@
 #include "framework/precision.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
+#include "parallel/spec/context_comm.h"
 
 namespace shardlab::parallel {
-
-enum class ContextComm { kRing, kAllGather };
-ContextComm parse_context_comm(const std::string& name);  // "ring" | "allgather"; UserError otherwise
-const char* context_comm_name(ContextComm comm);
 
 struct ContextParallelConfig {
   ContextComm comm = ContextComm::kRing;

@@ -6,14 +6,6 @@
 
 namespace shardlab::cost {
 
-ContextComm context_comm_from(const std::string& name) {
-  if (name == "ring") return ContextComm::kRing;
-  if (name == "allgather") return ContextComm::kAllGather;
-  throw UserError("context-parallel communication '" + name + "' is not known; use ring or allgather");
-}
-
-const char* to_string(ContextComm comm) { return comm == ContextComm::kRing ? "ring" : "allgather"; }
-
 double ring_block_flops(double rows, double tq, double tk, double heads, double head_dim, double visible) {
   return 4 * rows * tq * tk * heads * head_dim * visible;
 }

@@ -17,14 +17,13 @@
 //   RingLayer ring = ring_layer(step, 4);   // ring.forward_exposed = 3 x 10 us
 #pragma once
 
-#include <string>
+#include "parallel/spec/context_comm.h"
 
 namespace shardlab::cost {
 
-enum class ContextComm { kRing, kAllGather };
-// "ring" or "allgather" (train_gpt's --cp-comm spellings); UserError otherwise.
-ContextComm context_comm_from(const std::string& name);
-const char* to_string(ContextComm comm);
+// The runtime's choice and spelling (parallel/spec/context_comm.h): parse_context_comm,
+// context_comm_name.
+using parallel::ContextComm;
 
 // The fraction of a K/V block's scores the causal mask leaves a ring step to compute: with
 // head-tail balance (rank r holds chunks r and 2c-1-r) every step's block is half visible.
