@@ -43,36 +43,35 @@
 #include <variant>
 #include <vector>
 
+#include "framework/checkpoint_sink.h"
 #include "framework/tensor.h"
 
 namespace shardlab {
 
-using AttributeValue = std::variant<int64_t, double, std::string>;
-using Attributes = std::map<std::string, AttributeValue>;
-
-class CheckpointWriter {
+class CheckpointWriter final : public CheckpointSink {
  public:
   // kCreate creates (truncates) "<path>.tmp"; kAppend reopens the one an earlier writer
   // handed off, to add tensors to it (each pipeline stage writes its own in turn).
   enum class Mode { kCreate, kAppend };
   // Throws UserError when it cannot.
   explicit CheckpointWriter(std::string path, Mode mode = Mode::kCreate);
-  ~CheckpointWriter();  // without commit(): closes and removes the temporary file
+  ~CheckpointWriter() override;  // without commit(): closes and removes the temporary file
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // The whole tensor: data.size() == numel(shape).
-  void write(const std::string& name, const Shape& shape, std::span<const float> data);
+  void write(const std::string& name, const Shape& shape, std::span<const float> data) override;
   // The box offset[d] .. offset[d] + count[d] of a tensor of global `shape`; `data` holds the
   // box row-major. The first write of a name creates it; later ones must give the same shape.
   void write_slab(const std::string& name, const Shape& shape, const Shape& offset, const Shape& count,
                   std::span<const float> data);
   // Elements [flat_offset, flat_offset + data.size()) of the row-major flattened tensor
   // (a ZeRO shard of a flat parameter buffer, say).
-  void write_range(const std::string& name, const Shape& shape, int64_t flat_offset, std::span<const float> data);
+  void write_range(const std::string& name, const Shape& shape, int64_t flat_offset,
+                   std::span<const float> data) override;
 
-  void set_attribute(const std::string& key, const AttributeValue& value);  // on the root group
-  void set_config(const Attributes& config);                                // on group "config"
+  void set_attribute(const std::string& key, const AttributeValue& value) override;  // on the root group
+  void set_config(const Attributes& config) override;                                // on group "config"
 
   // Throws the first failed write's UserError, if any; checks every tensor is complete,
   // then flush, fsync, rename over the target, fsync the directory. The writer is finished

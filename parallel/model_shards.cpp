@@ -75,7 +75,7 @@ void AxisShards::cut(const std::string& param, std::span<const float> global, st
   });
 }
 
-void AxisShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+void AxisShards::write(CheckpointSink* writer, const std::string& key, const std::string& param,
                        std::span<const float> data) const {
   if (!split(param)) {
     if (writer) writer->write(key, global_shapes_.at(param), data);
@@ -109,7 +109,7 @@ std::vector<std::pair<int64_t, int64_t>> NestedShards::norm_ranges(const std::st
   return inner_->norm_ranges(name);
 }
 
-void NestedShards::write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+void NestedShards::write(CheckpointSink* writer, const std::string& key, const std::string& param,
                          std::span<const float> data) const {
   MemoryScope scope(MemoryCategory::Communication);
   const Tensor middle = inner_->assemble(param, data);  // what the outer split left this rank

@@ -37,7 +37,7 @@ class ModelShards {
   // Collective over group(), called in the same order on each of its ranks: assembles
   // the global tensor of parameter `param` (or of its optimizer state, `key`) from every
   // rank's local `data` and writes it under `key` where `writer` is not null.
-  virtual void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+  virtual void write(CheckpointSink* writer, const std::string& key, const std::string& param,
                      std::span<const float> data) const = 0;
   // Reads this rank's part of the global tensor stored under `key` for parameter `param`.
   virtual void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
@@ -75,7 +75,7 @@ class AxisShards : public ModelShards {
 
   const AxisGroup& group() const override { return group_; }
   std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
-  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+  void write(CheckpointSink* writer, const std::string& key, const std::string& param,
              std::span<const float> data) const override;
   void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
             std::span<float> out) const override;
@@ -106,7 +106,7 @@ class NestedShards : public ModelShards {
 
   const AxisGroup& group() const override { return group_; }
   std::vector<std::pair<int64_t, int64_t>> norm_ranges(const std::string& name) const override;
-  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+  void write(CheckpointSink* writer, const std::string& key, const std::string& param,
              std::span<const float> data) const override;
   void read(const CheckpointReader& reader, const std::string& key, const std::string& param,
             std::span<float> out) const override;

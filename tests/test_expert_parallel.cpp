@@ -79,7 +79,7 @@ ExpertRun distributed(const Mesh& mesh, const Case& k, const std::string& checkp
     if (e.group == "expert" && e.op == CollectiveOp::kAllToAll) r.expert_bytes += e.bytes;
   }
   mesh.context().trace.set_recording(false);
-  save_checkpoint(mesh, strategy, *optimizer, checkpoint, [](CheckpointWriter& w) { w.set_attribute("step", int64_t{kSteps}); });
+  save_checkpoint(mesh, strategy, *optimizer, checkpoint, [](CheckpointSink& w) { w.set_attribute("step", int64_t{kSteps}); });
   return r;
 }
 

@@ -118,6 +118,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        "metrics.jsonl in --ckpt-dir)", cxxopts::value<std::string>())
       ("ckpt-dir", "directory for checkpoints", cxxopts::value<std::string>()->default_value(r.ckpt_dir))
       ("ckpt-every", "steps between checkpoints (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
+      ("ckpt-async", "write checkpoints from a background thread: the step waits only for the state's copy "
+       "to memory (and for the previous write, one in flight at a time)")
       ("save-step0", "also write ckpt_000000.h5 before the first step: the initial weights, e.g. to load into "
        "another framework")
       ("dump-grads", "write the first step's gradients (averaged, before clipping) with the weights they belong "
@@ -247,6 +249,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
                                  : (std::filesystem::path(r.ckpt_dir) / "metrics.jsonl").string();
   r.ckpt_every = p["ckpt-every"].as<int64_t>();
   r.save_step0 = p.count("save-step0") > 0;
+  r.ckpt_async = p.count("ckpt-async") > 0;
   r.dump_grads = p["dump-grads"].as<std::string>();
   r.resume = p["resume"].as<std::string>();
   r.on_nonfinite = p["on-nonfinite"].as<std::string>();

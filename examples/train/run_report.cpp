@@ -310,8 +310,13 @@ void RunReport::eval(int64_t step, const EvalResult& e, MetricsLog& metrics) {
   std::fflush(stdout);
 }
 
-void RunReport::saved(const std::string& path) {
-  if (leader()) std::printf("saved %s\n", path.c_str());
+void RunReport::saved(const std::string& path, double blocked_seconds) {
+  save_blocked_.push_back(blocked_seconds);
+  if (!leader()) return;
+  // Under --ckpt-async the file is not on disk yet: a failed write is raised later.
+  std::printf("%s %s (the loop blocked %.1f ms)\n", run_.ckpt_async ? "writing in the background" : "saved",
+              path.c_str(), 1e3 * blocked_seconds);
+  std::fflush(stdout);
 }
 
 void RunReport::resumed(const std::string& path, int64_t step) {
@@ -410,7 +415,18 @@ void RunReport::finish() {
                 100.0 * cp_exposed_max_ / cp_compute_max_);
   }
   print_prediction_error();
+  print_save_blocking();
   std::fflush(stdout);
+}
+
+void RunReport::print_save_blocking() const {
+  if (save_blocked_.empty() || step_history_.size() < 3) return;
+  const double step = steady_median(step_history_);
+  const double blocked = median(save_blocked_);  // every save: a wait for the previous write counts
+  const double longest = *std::max_element(save_blocked_.begin(), save_blocked_.end());
+  std::printf("checkpoint saves (%s): the loop blocked %.1f ms per save (median of %zu, longest %.1f ms), %.1f%% of "
+              "the median step %.1f ms\n", run_.ckpt_async ? "--ckpt-async" : "synchronous", 1e3 * blocked,
+              save_blocked_.size(), 1e3 * longest, 100.0 * blocked / step, 1e3 * step);
 }
 
 }  // namespace shardlab::cli

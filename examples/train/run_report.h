@@ -40,7 +40,8 @@ class RunReport {
   void step(int64_t step, double loss, double lr, double grad_norm, double seconds, double exposed_comm,
             runtime::MetricsLog& metrics);
   void eval(int64_t step, const runtime::EvalResult& result, runtime::MetricsLog& metrics);
-  void saved(const std::string& path);
+  // `blocked_seconds`: how long the save held the training loop (Checkpointer::save).
+  void saved(const std::string& path, double blocked_seconds);
   void resumed(const std::string& path, int64_t step);
   void preempted(const std::string& by, int64_t step);
   void wrote_trace(const std::string& path);
@@ -62,6 +63,7 @@ class RunReport {
     std::vector<double> history;            // each step's seconds, for the final summary
   };
   void print_prediction_error() const;  // finish(): each component's median beside its prediction
+  void print_save_blocking() const;     // finish(): the saves' median blocking beside the median step
   const parallel::GroupTotals* totals_of(const std::string& group) const;  // the trace's, or nullptr
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
@@ -83,6 +85,7 @@ class RunReport {
   double planned_other_comm_ = 0;  // seconds of the data/fsdp/pipe groups' collectives, not overlapped
   double predicted_exposed_other_ = 0;  // seconds of them left exposed by the prediction
   std::vector<double> step_history_, compute_history_, exposed_history_;  // per step, seconds
+  std::vector<double> save_blocked_;  // per checkpoint save, seconds the loop waited
   double elapsed_ = 0;
   int64_t first_step_ = -1;
   double compute_sum_ = 0, comm_sum_ = 0, step_sum_ = 0;

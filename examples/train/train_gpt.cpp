@@ -21,6 +21,7 @@
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/link_emulation.h"
+#include "parallel/runtime/async_checkpoint.h"
 #include "parallel/runtime/data_source.h"
 #include "parallel/runtime/dry_run.h"
 #include "parallel/runtime/evaluate.h"
@@ -95,10 +96,10 @@ int train(int argc, char** argv) {
   runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   std::string last_checkpoint = resume;  // named when the run diverges
+  runtime::Checkpointer checkpoints(mesh, parallel_model, run);  // --ckpt-async: written by a background thread
   const auto save = [&](int64_t step) {
     last_checkpoint = runtime::checkpoint_path(run.ckpt_dir, step);
-    runtime::save_checkpoint(last_checkpoint, mesh, parallel_model, *optimizer, state, run);
-    report.saved(last_checkpoint);
+    report.saved(last_checkpoint, checkpoints.save(last_checkpoint, *optimizer, state));
   };
   if (run.save_step0 && resume.empty()) save(0);
   runtime::StepGuard guard(mesh, run, signals);  // non-finite steps and signals, agreed by every rank
@@ -113,6 +114,7 @@ int train(int argc, char** argv) {
     double dump_seconds = 0;
     const auto dump_gradients = [&] {
       const auto d0 = Clock::now();
+      checkpoints.wait();  // HDF5 is not thread-safe: no background write while this one runs
       optim::GradientRecord record(parallel_model.parameters());
       record.step(0.0f);
       runtime::save_checkpoint(run.dump_grads, mesh, parallel_model, record, {step, loader.position()}, run);
@@ -143,10 +145,15 @@ int train(int argc, char** argv) {
     // The step's row is on disk before its checkpoint: a job killed in between resumes from
     // the previous checkpoint and rewrites the row, one killed after has both.
     metrics.flush_row();
+    checkpoints.check();  // a failed background write stops every rank here
     guard.stop_if_diverged(last_checkpoint);  // before any checkpoint of this step
     if ((run.ckpt_every > 0 && state.step % run.ckpt_every == 0) || last || guard.preempted()) save(state.step);
-    if (guard.preempted() && !last) return report.preempted(guard.preempted_by(), state.step), runtime::kPreemptedExitCode;
+    if (guard.preempted() && !last) {
+      checkpoints.finish();  // the checkpoint is on disk before the exit code says so
+      return report.preempted(guard.preempted_by(), state.step), runtime::kPreemptedExitCode;
+    }
   }
+  checkpoints.finish();
   report.finish();
   if (!run.trace.empty()) {
     mesh.context().trace.write_chrome_trace(mesh.comm(), run.trace);

@@ -20,7 +20,7 @@ bool stage_leader(const Mesh& mesh) {
 }  // namespace
 
 void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const optim::Optimizer& optimizer,
-                     const std::string& path, const std::function<void(CheckpointWriter&)>& finish) {
+                     const std::string& path, const std::function<void(CheckpointSink&)>& finish) {
   const int stages = parallel.pipeline() ? mesh.axis_size(kPipeAxis) : 1;
   const int here = stages > 1 ? mesh.coord(kPipeAxis) : 0;
   const bool leader = stage_leader(mesh);
@@ -64,6 +64,24 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const opti
     });
   }
   raise_agreed_error(mesh.comm(), failure);
+}
+
+bool records_in_memory(const Mesh& mesh, const ParallelModel& parallel) {
+  return !parallel.pipeline() || mesh.axis_size(kPipeAxis) == 1;
+}
+
+std::unique_ptr<CheckpointRecording> record_checkpoint(const Mesh& mesh, const ParallelModel& parallel,
+                                                       const optim::Optimizer& optimizer,
+                                                       const std::function<void(CheckpointSink&)>& finish) {
+  SL_ASSERT(records_in_memory(mesh, parallel), "record_checkpoint with more than one pipeline stage");
+  // Without a pipe axis rank 0 is the one writer save_checkpoint would open (stage_leader).
+  auto recording = mesh.rank() == 0 ? std::make_unique<CheckpointRecording>() : nullptr;
+  parallel.gradient_sync().save(recording.get(), optimizer);
+  if (recording) {
+    recording->set_attribute("optimizer_step", optimizer.step_count());
+    finish(*recording);
+  }
+  return recording;
 }
 
 void load_checkpoint(const CheckpointReader& reader, const ParallelModel& parallel, optim::Optimizer& optimizer) {

@@ -4,14 +4,16 @@
 // load gather and cut its shards, through the model-parallel shards); this file decides
 // who opens, appends to and commits the one file.
 //
-//   save_checkpoint(mesh, parallel, *optimizer, path, [&](CheckpointWriter& w) { w.set_attribute("step", s); });
+//   save_checkpoint(mesh, parallel, *optimizer, path, [&](CheckpointSink& w) { w.set_attribute("step", s); });
 //   load_checkpoint(CheckpointReader(path), parallel, *optimizer);
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "framework/checkpoint.h"
+#include "framework/checkpoint_recording.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/parallel_model.h"
@@ -27,7 +29,16 @@ namespace shardlab::parallel {
 // any rank (a full disk) is the same UserError on every rank, the previous checkpoint at
 // `path` untouched and the partial file removed.
 void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const optim::Optimizer& optimizer,
-                     const std::string& path, const std::function<void(CheckpointWriter&)>& finish);
+                     const std::string& path, const std::function<void(CheckpointSink&)>& finish);
+// Collective over the mesh, like save_checkpoint, but into memory: mesh rank 0 returns the
+// whole checkpoint (then `finish`'s attributes), every other rank nullptr. Writing it
+// (CheckpointRecording::replay) needs no collective, so another thread can do it.
+// Without a pipe axis of more than one stage (records_in_memory says so).
+std::unique_ptr<CheckpointRecording> record_checkpoint(const Mesh& mesh, const ParallelModel& parallel,
+                                                       const optim::Optimizer& optimizer,
+                                                       const std::function<void(CheckpointSink&)>& finish);
+// Whether record_checkpoint can: not when pipeline stages each write their own tensors.
+bool records_in_memory(const Mesh& mesh, const ParallelModel& parallel);
 // Every rank reads the parameters and optimizer state it owns, and the optimizer's step.
 void load_checkpoint(const CheckpointReader& reader, const ParallelModel& parallel, optim::Optimizer& optimizer);
 

@@ -28,7 +28,7 @@ class DistributedDataParallel : public GradientSync {
   optim::ParamViews local_parameters() override;
   const AxisGroup* gradient_shard_group() const override { return nullptr; }  // replicated
   void zero_grad() override;
-  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void save(CheckpointSink* writer, const optim::Optimizer& optimizer) override;
   void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
@@ -80,7 +80,7 @@ void DistributedDataParallel::zero_grad() {
   for (const nn::Parameter& p : params_) p.tensor->zero_grad();
 }
 
-void DistributedDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
+void DistributedDataParallel::save(CheckpointSink* writer, const optim::Optimizer& optimizer) {
   if (axes_.expert_data->rank() != 0) return;  // every expert rank holds experts of its own
   for (const nn::Parameter& p : params_) io_.write(writer, "params/" + p.name, p.name, p.tensor->shape(), p.tensor->span());
   MemoryScope scope(MemoryCategory::Communication);

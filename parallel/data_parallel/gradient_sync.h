@@ -115,7 +115,7 @@ class GradientSync {
   // The sharded store. Collective: writes params/<name> and the optimizer's state as
   // optim/<kind>/<name>, unsharded, gathering one group at a time; only the rank holding a
   // writer writes. `optimizer` is the one built over local_parameters().
-  virtual void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) = 0;
+  virtual void save(CheckpointSink* writer, const optim::Optimizer& optimizer) = 0;
   // Each rank reads only what it owns: its parameters and its views' optimizer state.
   virtual void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) = 0;
   virtual std::string describe() const = 0;

@@ -9,7 +9,7 @@
 
 namespace shardlab::parallel {
 
-void ParamIO::write(CheckpointWriter* writer, const std::string& key, const std::string& param, const Shape& shape,
+void ParamIO::write(CheckpointSink* writer, const std::string& key, const std::string& param, const Shape& shape,
                     std::span<const float> data) const {
   if (shards_) return shards_->write(writer, key, param, data);
   if (writer) writer->write(key, shape, data);
@@ -51,7 +51,7 @@ void ParamIO::add_views(optim::ParamViews& out, const std::string& param, std::s
 }
 
 void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<const float> slice,
-                  const std::string& prefix, const ParamIO& io, bool writes, CheckpointWriter* writer) {
+                  const std::string& prefix, const ParamIO& io, bool writes, CheckpointSink* writer) {
   MemoryScope scope(MemoryCategory::Communication);
   Tensor full = Tensor::empty({layout.padded()});
   all_gather(shard, slice, full.span());
@@ -109,7 +109,7 @@ void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, co
 }
 
 void save_sharded_state(const AxisGroup& shard, const FlatLayout& layout, const optim::Optimizer& optimizer,
-                        const ParamIO& io, bool writes, CheckpointWriter* writer) {
+                        const ParamIO& io, bool writes, CheckpointSink* writer) {
   MemoryScope scope(MemoryCategory::Communication);
   Tensor slice = Tensor::empty({layout.shard_size()});
   for (const std::string& kind : optimizer.state_kinds()) {

@@ -29,7 +29,7 @@ class ParamIO {
   explicit ParamIO(std::shared_ptr<const ModelShards> shards = nullptr) : shards_(std::move(shards)) {}
 
   // Collective over the model-parallel group, if any. `shape` is the local one.
-  void write(CheckpointWriter* writer, const std::string& key, const std::string& param, const Shape& shape,
+  void write(CheckpointSink* writer, const std::string& key, const std::string& param, const Shape& shape,
              std::span<const float> data) const;
   void read(const CheckpointReader& reader, const std::string& key, const std::string& param, const Shape& shape,
             std::span<float> out) const;
@@ -51,7 +51,7 @@ class ParamIO {
 // `slice` is this rank's slice of a flat buffer laid out by `layout`. Collective over
 // `shard`; `writes` on the ranks whose data rank is 0.
 void save_sharded(const AxisGroup& shard, const FlatLayout& layout, std::span<const float> slice,
-                  const std::string& prefix, const ParamIO& io, bool writes, CheckpointWriter* writer);
+                  const std::string& prefix, const ParamIO& io, bool writes, CheckpointSink* writer);
 void load_sharded(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const std::string& prefix,
                   const ParamIO& io, std::span<float> slice);
 
@@ -66,7 +66,7 @@ void unpack_state(const optim::Optimizer& optimizer, const std::string& kind, co
 // Every kind of `optimizer`'s state for this rank's slice of `layout`, as optim/<kind>/<name>:
 // saved through save_sharded (collective over `shard`) and loaded through load_sharded.
 void save_sharded_state(const AxisGroup& shard, const FlatLayout& layout, const optim::Optimizer& optimizer,
-                        const ParamIO& io, bool writes, CheckpointWriter* writer);
+                        const ParamIO& io, bool writes, CheckpointSink* writer);
 void load_sharded_state(const CheckpointReader& reader, const FlatLayout& layout, int shard_rank, const ParamIO& io,
                         const optim::Optimizer& optimizer);
 

@@ -38,7 +38,7 @@ class ZeroDataParallel : public GradientSync {
   const AxisGroup* gradient_shard_group() const override { return axes_.shard; }
   void finish_step() override;
   void zero_grad() override { buckets_.zero_grad(); }
-  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void save(CheckpointSink* writer, const optim::Optimizer& optimizer) override;
   void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
@@ -150,7 +150,7 @@ Tensor ZeroDataParallel::gather_masters(const FlatLayout& layout) const {
   return gathered;
 }
 
-void ZeroDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
+void ZeroDataParallel::save(CheckpointSink* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
   for (auto& bucket : buckets_.buckets()) {
     const FlatLayout& layout = bucket->layout;

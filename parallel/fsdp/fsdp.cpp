@@ -45,7 +45,7 @@ class FullyShardedDataParallel : public GradientSync {
   void zero_grad() override;
   void gather_full_params() override;
   void release_full_params() override;
-  void save(CheckpointWriter* writer, const optim::Optimizer& optimizer) override;
+  void save(CheckpointSink* writer, const optim::Optimizer& optimizer) override;
   void load(const CheckpointReader& reader, const optim::Optimizer& optimizer) override;
   std::string describe() const override;
 
@@ -304,7 +304,7 @@ void FullyShardedDataParallel::release_full_params() {
   for (auto& u : units_) release(*u);
 }
 
-void FullyShardedDataParallel::save(CheckpointWriter* writer, const optim::Optimizer& optimizer) {
+void FullyShardedDataParallel::save(CheckpointSink* writer, const optim::Optimizer& optimizer) {
   const bool writes = axes_.expert_data->rank() == 0;  // each expert rank writes its experts
   for (auto& u : units_) {
     save_sharded(*axes_.shard, u->layout, u->shard.span(), "params/", io_, writes, writer);

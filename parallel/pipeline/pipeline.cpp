@@ -52,7 +52,7 @@ class PipelineShards : public ModelShards {
   }
   // Not collective over the pipe axis: each stage writes its own parameters in turn
   // (parallel::save_checkpoint), through the tensor or expert group where there is one.
-  void write(CheckpointWriter* writer, const std::string& key, const std::string& param,
+  void write(CheckpointSink* writer, const std::string& key, const std::string& param,
              std::span<const float> data) const override {
     if (duplicate_ && param == kTiedEmbedding) return;  // the first stage writes the same values
     if (inner_) return inner_->write(writer, key, param, data);

@@ -46,6 +46,7 @@ struct RunConfig {
   std::string ckpt_dir = "runs";
   int64_t ckpt_every = 0;   // 0: only at the end
   bool save_step0 = false;  // also a checkpoint of the initial weights
+  bool ckpt_async = false;  // checkpoints written by a background thread (async_checkpoint.h)
   std::string dump_grads;   // file for the first step's gradients ('' none)
   std::string resume;       // a checkpoint path to continue from
   std::string on_nonfinite = "stop";  // a non-finite loss or gradient norm: stop, or skip the update

@@ -92,13 +92,16 @@ void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const 
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
   }
-  parallel::save_checkpoint(mesh, model, optimizer, path, [&](CheckpointWriter& writer) {
-    writer.set_attribute("step", state.step);
-    writer.set_attribute("data_position", state.data_position);
-    writer.set_attribute("seed", static_cast<int64_t>(run.seed));
-    writer.set_config(run.to_attributes());
-    writer.set_attribute("run_config", run.settings);  // every setting, for --config ckpt.h5
-  });
+  parallel::save_checkpoint(mesh, model, optimizer, path,
+                            [&](CheckpointSink& sink) { write_run_attributes(sink, state, run); });
+}
+
+void write_run_attributes(CheckpointSink& sink, const TrainState& state, const RunConfig& run) {
+  sink.set_attribute("step", state.step);
+  sink.set_attribute("data_position", state.data_position);
+  sink.set_attribute("seed", static_cast<int64_t>(run.seed));
+  sink.set_config(run.to_attributes());
+  sink.set_attribute("run_config", run.settings);  // every setting, for --config ckpt.h5
 }
 
 TrainState load_checkpoint(const std::string& path, const parallel::ParallelModel& model, optim::Optimizer& optimizer,

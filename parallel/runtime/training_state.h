@@ -37,6 +37,8 @@ std::string checkpoint_path(const std::string& dir, int64_t step);
 // Collective over the mesh; the file is written atomically (parallel::save_checkpoint).
 void save_checkpoint(const std::string& path, const parallel::Mesh& mesh, const parallel::ParallelModel& model,
                      const optim::Optimizer& optimizer, const TrainState& state, const RunConfig& run);
+// What save_checkpoint adds beside the tensors: step, data_position, seed, the config.
+void write_run_attributes(CheckpointSink& sink, const TrainState& state, const RunConfig& run);
 
 // Checks that the checkpoint was written for the same model (UserError naming what
 // differs), then every rank reads the parameters and optimizer state it owns.

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# fault_async.sh TRAIN_GPT CKPT_COMPARE MPIEXEC... : --ckpt-async writes the checkpoints a
+# synchronous run writes, and loses none of them to a kill or a preemption.
+#
+# 1. The same checkpoints: on 1 rank, and on 2 ranks with ZeRO-3 (the state gathered by
+#    collectives on the training thread), every tensor of every --ckpt-async checkpoint
+#    equals the synchronous run's exactly, and the losses are the same.
+# 2. kill -9 inside a background write (SHARDLAB_FAULT_WRITE_DELAY holds each write's .tmp
+#    open, so the kill surely lands in one): the last complete checkpoint loads, and
+#    --resume latest continues with the uninterrupted run's losses, bit for bit.
+# 3. SIGTERM with a write in flight: the run saves the step in hand after that write and
+#    exits 143 only once both are on disk, no .tmp left; it resumes bit-identical.
+# Prints what it measured: each run's median blocking by a save.
+set -uo pipefail
+train=$1 compare=$2; shift 2
+mpiexec=("$@")
+source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, rank_pid, checkpoints
+common=(--model gpt-tiny --batch 4 --seq-len 16 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1
+        --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
+
+run() {  # run NAME RANKS ARGS...: a run to the end, $dir/NAME (checkpoints) and $dir/NAME.jsonl
+  local name=$1 n=$2; shift 2
+  "${mpiexec[@]}" -n "$n" "$train" "${common[@]}" "$@" --metrics "$dir/$name.jsonl" --ckpt-dir "$dir/$name" \
+    > "$dir/$name.out" 2>&1 || { fail "$name: exit $?"; tail -5 "$dir/$name.out"; }
+}
+
+same_checkpoints() {  # same_checkpoints NAME RANKS ARGS...
+  local name=$1 n=$2; shift 2
+  run "$name-sync" "$n" "$@"
+  run "$name-async" "$n" "$@" --ckpt-async
+  local step
+  for step in 1 2 3 4 5 6; do
+    local file=ckpt_00000$step.h5
+    "$compare" "$dir/$name-sync/$file" "$dir/$name-async/$file" "" 0 > /dev/null ||
+      fail "$name: $file differs between the synchronous and the --ckpt-async run"
+  done
+  diff <(losses "$dir/$name-sync.jsonl") <(losses "$dir/$name-async.jsonl") > /dev/null ||
+    fail "$name: the losses differ"
+  echo "$name: 6 checkpoints identical; $(grep -o "the loop blocked [0-9.]* ms per save" "$dir/$name-sync.out") (sync)," \
+    "$(grep -o "[0-9.]* ms per save" "$dir/$name-async.out") (--ckpt-async)"
+}
+
+same_checkpoints "1 rank" 1
+same_checkpoints "2 ranks ZeRO-3" 2 --mesh data=2 --zero 3
+
+# Starts NAME with every background write held 1 s before its commit; waits until the
+# step-2 write is in flight (so the step-1 one is complete).
+start_held() {  # start_held NAME
+  local run="$dir/$1"
+  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=1 "${mpiexec[@]}" -n 1 -x SHARDLAB_FAULT_TAG \
+    -x SHARDLAB_FAULT_WRITE_DELAY "$train" "${common[@]}" --ckpt-async --metrics "$run.jsonl" --ckpt-dir "$run" \
+    > "$run.out" 2>&1 &
+  job=$!
+  started+=("$job")
+  for _ in $(seq 400); do [ -e "$run/ckpt_000002.h5.tmp" ] && break; sleep 0.05; done
+  [ -e "$run/ckpt_000002.h5.tmp" ] || fail "$1: no write of step 2 in flight"
+}
+
+resumes_exactly() {  # resumes_exactly NAME CHECKPOINT: --resume latest picks it, losses as uninterrupted
+  local run="$dir/$1"
+  cp "$run.jsonl" "$run-resumed.jsonl"
+  "${mpiexec[@]}" -n 1 "$train" "${common[@]}" --ckpt-async --ckpt-dir "$run" --resume latest \
+    --metrics "$run-resumed.jsonl" > "$run-resumed.out" 2>&1 || { fail "$1: the resume"; grep -m2 error "$run-resumed.out"; }
+  grep -q "^resumed from $run/$2 " "$run-resumed.out" || fail "$1: did not resume from $2"
+  diff <(losses "$dir/1 rank-sync.jsonl") <(losses "$run-resumed.jsonl") > /dev/null ||
+    fail "$1: the resumed losses (and their steps) differ from the uninterrupted run's"
+}
+
+start_held kill
+kill -9 "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/kill" 0)"
+wait "$job"
+[ "$(checkpoints "$dir/kill" | tail -1)" = "$dir/kill/ckpt_000001.h5" ] || fail "kill: ckpt_000001.h5 is not the newest"
+resumes_exactly kill ckpt_000001.h5
+echo "kill -9 inside the step-2 background write: ckpt_000001.h5 loads, resumed bit-identical"
+
+start_held preempt
+kill -TERM "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/preempt" 0)"
+wait "$job"; rc=$?
+[ $rc = 143 ] || { fail "preempt: exit $rc, not 143"; tail -5 "$dir/preempt.out"; }
+ls "$dir/preempt"/*.tmp > /dev/null 2>&1 && fail "preempt: a .tmp file is left"
+# It stops after the step the signal finds (printed), once that step's write and the one
+# in flight before it are on disk.
+stopped=$(grep -m1 -o "stopped after step [0-9]*" "$dir/preempt.out" | grep -o "[0-9]*$")
+saved=$(checkpoints "$dir/preempt" | tail -1)
+[ -n "$stopped" ] && [ "$saved" = "$dir/preempt/ckpt_00000$stopped.h5" ] ||
+  fail "preempt: the newest checkpoint is $saved, not that of the step it stopped after ($stopped)"
+resumes_exactly preempt "ckpt_00000$stopped.h5"
+echo "SIGTERM with the step-2 write in flight: exit $rc after writing up to step $stopped; resumed bit-identical"
+
+[ $failures = 0 ] || { echo "$failures failures"; exit 1; }
+echo "ok: --ckpt-async writes the synchronous checkpoints, and a kill or a preemption loses none"
