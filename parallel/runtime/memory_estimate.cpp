@@ -1,7 +1,6 @@
 #include "parallel/runtime/memory_estimate.h"
 
 #include <algorithm>
-#include <memory>
 #include <cstdio>
 #include <string>
 
@@ -11,7 +10,6 @@
 #include "parallel/cost/model/transformer.h"
 #include "parallel/context/context_parallel.h"
 #include "parallel/cost/training/zero_memory.h"
-#include "parallel/pipeline/pipeline.h"
 
 namespace shardlab::runtime {
 namespace {
@@ -20,43 +18,6 @@ std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
   return text;
-}
-
-// The parameters pipe rank `rank` holds before tensor and expert parallelism split them:
-// the blocks of its stages (pipeline.h's split; stage s on rank s mod pipe), the
-// embeddings on the first stage, the final norm and head on the last -- with GPT's tied
-// table, a copy of it there too. Counted on a deferred model: nothing is allocated.
-struct StageParams {
-  double dense = 0, experts = 0;
-};
-StageParams stage_params(const RunConfig& run, const parallel::Layout& layout, int rank) {
-  const auto model = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(run.model);
-  }();
-  const int stages = layout.pipe * std::max(1, run.pp_virtual);
-  const std::vector<int64_t> first = parallel::stage_boundaries(run.model, stages, run.pp_layers);
-  StageParams p;
-  const auto add = [&](nn::Module& m) {
-    for (const nn::Parameter& q : m.parameters()) {
-      const double n = static_cast<double>(numel_of(q.tensor->shape()));
-      (q.name.find("moe.w_") != std::string::npos || q.name.find("moe.b_") != std::string::npos ? p.experts
-                                                                                               : p.dense) += n;
-    }
-  };
-  for (int s = rank; s < stages; s += layout.pipe) {
-    for (int64_t b = first[s]; b < first[s + 1]; ++b) add(*model->blocks[b]);
-    if (s == 0) {
-      add(model->wte);
-      if (model->wpe) add(*model->wpe);
-    }
-    if (s == stages - 1) {
-      add(model->norm_f);
-      if (model->lm_head) add(*model->lm_head);
-      else if (s != 0) add(model->wte);  // the tied table's copy on the last stage
-    }
-  }
-  return p;
 }
 
 }  // namespace
@@ -68,11 +29,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   // One microbatch of this rank's rows, each its T/c positions under the context axis.
   const double rows = static_cast<double>(run.batch) / layout.data_ranks() / run.grad_accum;
   const double tokens = rows * static_cast<double>(run.sequence_length()) / layout.context;
-  double local = cost::model_shard_params(cost::count_params(shape), layout.tensor, layout.pipe, layout.expert);
-  if (layout.pipe > 1) {  // a stage holds its own blocks, and the first and last the embeddings and head
-    const StageParams p = stage_params(run, layout, stage);
-    local = p.dense / layout.tensor + p.experts / (static_cast<double>(layout.tensor) * layout.expert);
-  }
+  const double local = cost::model_shard_params(cost::count_params(shape), layout.tensor, layout.pipe, layout.expert);
   // ZeRO shards as DataAxes does. Accumulating microbatches keeps the whole gradient until the last.
   const bool data_axis = std::any_of(layout.axes.begin(), layout.axes.end(),
                                      [](const parallel::AxisSpec& a) { return a.name == parallel::kDataAxis; });
