@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/error.h"
+#include "parallel/context/context_parallel.h"
 
 namespace shardlab::parallel {
 namespace {
@@ -75,12 +76,7 @@ void check_pipeline(const LayoutChecks& c, int p, int zero) {
 
 void check_context(const LayoutChecks& c, const Layout& l) {
   if (l.context == 1) return;
-  const int64_t chunks = c.context_load_balance ? 2 * l.context : l.context;
-  if (c.seq_len > 0 && c.seq_len % chunks != 0) {
-    throw UserError("sequence length " + str(c.seq_len) + " does not split into the " + str(chunks) + " chunks of context=" +
-                    str(l.context) + (c.context_load_balance ? " with load balancing (2 x context)" : "") +
-                    "; choose a sequence length that is a multiple of " + str(chunks));
-  }
+  if (c.seq_len > 0) SequenceSplit{.size = l.context, .load_balance = c.context_load_balance}.check_length(c.seq_len);
   if (c.model.experts > 0 && c.model.capacity_factor != 0.0f) {
     throw UserError("context=" + str(l.context) + " with an MoE capacity factor of " +
                     std::to_string(c.model.capacity_factor) + ": a capacity counts a whole sequence's tokens in "

@@ -62,7 +62,8 @@ struct Case {
   int accum = 1;
   nn::Remat remat = nn::Remat::None;
   TensorParallelConfig tp = {};
-  PipelineConfig pipeline = {};  // its microbatches are `accum`
+  ScheduleKind schedule = ScheduleKind::k1F1B;  // with a pipe axis; its microbatches are `accum`
+  int virtual_stages = 1;
   int64_t layers = 2;
   std::string moe = "";  // an MoE preset, dropless, instead of small_model(arch)
 };
@@ -79,7 +80,7 @@ std::string describe(const Case& k) {
   return k.spec + " " + (k.moe.empty() ? nn::arch_name(k.arch) : k.moe) + " " + context_comm_name(k.cp.comm) +
          (k.cp.load_balance ? " balanced" : " contiguous") + " ZeRO-" + std::to_string(k.zero) + " accum " +
          std::to_string(k.accum) + " remat " + nn::remat_name(k.remat) + (k.tp.sequence_parallel ? " +SP" : "") +
-         " schedule " + to_string(k.pipeline.schedule);
+         " schedule " + to_string(k.schedule);
 }
 
 // The bytes the context axis moves in one microbatch per attention layer, from the
@@ -100,8 +101,8 @@ void check_case(const Case& k) {
   const nn::ModelConfig c = config_of(k);
   const Layout layout = Layout::from_spec(k.spec);
   layout.validate({.model = c, .global_batch = kBatch, .microbatches = k.accum, .zero = k.zero,
-                   .sequence_parallel = k.tp.sequence_parallel, .pipeline_schedule = k.pipeline.schedule,
-                   .virtual_stages = k.pipeline.virtual_stages, .seq_len = kSeq,
+                   .sequence_parallel = k.tp.sequence_parallel, .pipeline_schedule = k.schedule,
+                   .virtual_stages = k.virtual_stages, .seq_len = kSeq,
                    .context_load_balance = k.cp.load_balance},
                   world_size());
   Mesh mesh(MPI_COMM_WORLD, layout.axes);
@@ -111,8 +112,9 @@ void check_case(const Case& k) {
     nn::DeferParameters defer;
     return std::make_unique<nn::Transformer>(c);
   }();
-  ParallelConfig config{.data = {.zero = k.zero, .bucket_mb = 0.01, .seed = kSeed}, .tensor = k.tp,
-                        .pipeline = k.pipeline, .context = k.cp};
+  ParallelConfig config{.data = {.zero = k.zero, .bucket_mb = 0.01, .seed = kSeed}, .tensor = k.tp, .context = k.cp};
+  config.pipeline.schedule = k.schedule;
+  config.pipeline.virtual_stages = k.virtual_stages;
   config.pipeline.microbatches = k.accum;
   const StepPlan plan = plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = k.accum});
   check_plan_agreement(mesh, plan);
@@ -279,9 +281,9 @@ TEST_CASE("context parallelism trains exactly like the single process") {
              {.spec = "context=2,tensor=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1},
              {.spec = "pipe=2,context=2", .arch = nn::Arch::Llama, .cp = ring, .accum = 4},
              {.spec = "pipe=2,context=2", .arch = nn::Arch::Gpt, .cp = gather, .zero = 1, .accum = 2,
-              .remat = nn::Remat::Full, .pipeline = {.schedule = ScheduleKind::kZeroBubble}},
+              .remat = nn::Remat::Full, .schedule = ScheduleKind::kZeroBubble},
              {.spec = "pipe=2,context=2", .arch = nn::Arch::Llama, .cp = ring, .accum = 4,
-              .pipeline = {.schedule = ScheduleKind::kInterleaved, .virtual_stages = 2}, .layers = 4},
+              .schedule = ScheduleKind::kInterleaved, .virtual_stages = 2, .layers = 4},
              {.spec = "expert=2,context=2", .cp = ring, .moe = "llama-moe-tiny"},
              {.spec = "expert=2,context=2", .cp = gather, .zero = 3, .moe = "gpt-moe-tiny"}};
   } else if (n == 8) {

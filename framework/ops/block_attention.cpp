@@ -101,17 +101,18 @@ void add_key_value_grad(const Tensor& gkv, const AttentionHeads& h, Tensor& gqkv
 }
 
 OnlineAttention::OnlineAttention(const AttentionHeads& heads, const Tensor& qkv)
-    : h_(heads), qkv_(qkv), precision_(compute_precision()),
+    : h_(heads), precision_(compute_precision()), q_(qkv, precision_), Tq_(qkv.dim(1)),
       out_(Tensor::zeros({heads.B, qkv.dim(1), heads.out_width()})),
       max_(Tensor::full({heads.B, heads.N, qkv.dim(1)}, kNoMax)), sum_(Tensor::zeros({heads.B, heads.N, qkv.dim(1)})) {}
 
 void OnlineAttention::attend(const std::vector<PositionSpan>& q_spans, const Tensor& kv,
                              const std::vector<PositionSpan>& kv_spans) {
-  const Views v{h_, qkv_.dim(1), kv.dim(1)};
+  const Views v{h_, Tq_, kv.dim(1)};
   check_spans(q_spans, v.Tq, "query");
   check_spans(kv_spans, v.Tk, "key");
   const float scale = 1.0f / std::sqrt(static_cast<float>(h_.H));
-  const MatmulOperand q_in(qkv_, precision_), kv_in(kv, precision_);
+  const MatmulOperand& q_in = q_;
+  const MatmulOperand kv_in(kv, precision_);
   const int64_t B = h_.B, K = h_.K, H = h_.H, NH = h_.out_width();
   for (const PositionSpan& q : q_spans) {
     for (const PositionSpan& k : kv_spans) {
@@ -156,7 +157,7 @@ void OnlineAttention::attend(const std::vector<PositionSpan>& q_spans, const Ten
 }
 
 Tensor OnlineAttention::finish() {
-  const int64_t Tq = qkv_.dim(1), H = h_.H, NH = h_.out_width();
+  const int64_t Tq = Tq_, H = h_.H, NH = h_.out_width();
   lse_ = Tensor::empty(max_.shape());
   for (int64_t b = 0; b < h_.B; ++b) {
     for (int64_t n = 0; n < h_.N; ++n) {
@@ -174,6 +175,9 @@ Tensor OnlineAttention::finish() {
   return out_;
 }
 
+namespace {
+
+// rowsum(gy * y) per [B, N, Tq]: the softmax backward's correction term.
 Tensor attention_delta(const AttentionHeads& h, const Tensor& y, const Tensor& gy) {
   const int64_t T = y.dim(1), H = h.H, NH = h.out_width();
   Tensor delta = Tensor::empty({h.B, h.N, T});
@@ -191,15 +195,24 @@ Tensor attention_delta(const AttentionHeads& h, const Tensor& y, const Tensor& g
   return delta;
 }
 
-void attention_block_backward(const AttentionHeads& h, const Tensor& qkv, const std::vector<PositionSpan>& q_spans,
-                              const Tensor& kv, const std::vector<PositionSpan>& kv_spans, const Tensor& lse,
-                              const Tensor& gy, const Tensor& delta, Tensor& gqkv, Tensor& gkv) {
-  const Views v{h, qkv.dim(1), kv.dim(1)};
+}  // namespace
+
+BlockAttentionBackward::BlockAttentionBackward(const AttentionHeads& heads, const Tensor& qkv, const Tensor& y,
+                                               const Tensor& lse, const Tensor& gy)
+    : h_(heads), precision_(compute_precision()), q_(qkv, precision_), gy_(gy, precision_), Tq_(qkv.dim(1)),
+      lse_(lse), delta_(attention_delta(heads, y, gy)) {}
+
+void BlockAttentionBackward::block(const std::vector<PositionSpan>& q_spans, const Tensor& kv,
+                                   const std::vector<PositionSpan>& kv_spans, Tensor& gqkv, Tensor& gkv) const {
+  const AttentionHeads& h = h_;
+  const Views v{h, Tq_, kv.dim(1)};
   check_spans(q_spans, v.Tq, "query");
   check_spans(kv_spans, v.Tk, "key");
-  const ComputePrecision& precision = compute_precision();
+  const ComputePrecision& precision = precision_;
+  const Tensor &lse = lse_, &delta = delta_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.H));
-  const MatmulOperand q_in(qkv, precision), kv_in(kv, precision), gy_in(gy, precision);
+  const MatmulOperand &q_in = q_, &gy_in = gy_;
+  const MatmulOperand kv_in(kv, precision);
   const int64_t B = h.B, K = h.K, H = h.H, NH = h.out_width();
   for (const PositionSpan& q : q_spans) {
     for (const PositionSpan& k : kv_spans) {
@@ -257,9 +270,9 @@ Tensor blockwise_causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads
   const ComputePrecision precision = compute_precision();
   return record(y, "blockwise_causal_attention", {qkv}, [=](const Tensor& gy) {
     const PrecisionScope scope(precision);
-    const Tensor delta = attention_delta(h, y, gy);
+    const BlockAttentionBackward backward(h, qkv, y, lse, gy);
     Tensor gqkv = Tensor::zeros(qkv.shape()), gkv = Tensor::zeros(kv.shape());
-    for (const auto& b : blocks) attention_block_backward(h, qkv, all, kv, b, lse, gy, delta, gqkv, gkv);
+    for (const auto& b : blocks) backward.block(all, kv, b, gqkv, gkv);
     add_key_value_grad(gkv, h, gqkv);
     return std::vector<Tensor>{gqkv};
   });

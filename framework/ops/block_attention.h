@@ -13,12 +13,13 @@
 //   Tensor y = attention.finish();                       // [B, Tq, N * H]
 //
 // Backward recomputes the probabilities from the saved log-sum-exp, block by block
-// (attention_block_backward), so nothing quadratic in the sequence is kept.
+// (BlockAttentionBackward), so nothing quadratic in the sequence is kept.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "framework/ops/matmul.h"
 #include "framework/precision.h"
 #include "framework/tensor.h"
 
@@ -60,19 +61,30 @@ class OnlineAttention {
 
  private:
   AttentionHeads h_;
-  Tensor qkv_;
   ComputePrecision precision_;
+  MatmulOperand q_;  // qkv's queries as the precision multiplies them: converted once
+  int64_t Tq_;
   Tensor out_, max_, sum_, lse_;
 };
 
-// rowsum(gy * y) per [B, N, Tq]: the softmax backward's correction term.
-Tensor attention_delta(const AttentionHeads& heads, const Tensor& y, const Tensor& gy);
+// The backward pass over the same key blocks, given the forward's output y, its log-sum-exp
+// and the output's gradient gy: each block() accumulates that block's share into gqkv
+// [B, Tq, C] (the query columns) and gkv[B, Tk, 2KH]. qkv and gy are converted to the
+// thread's precision once, and rowsum(gy * y) computed once, for all the blocks.
+class BlockAttentionBackward {
+ public:
+  BlockAttentionBackward(const AttentionHeads& heads, const Tensor& qkv, const Tensor& y, const Tensor& lse,
+                         const Tensor& gy);
+  void block(const std::vector<PositionSpan>& q_spans, const Tensor& kv, const std::vector<PositionSpan>& kv_spans,
+             Tensor& gqkv, Tensor& gkv) const;
 
-// One key block's share of the backward pass: accumulates into gqkv[B, Tq, C] (the query
-// columns) and gkv[B, Tk, 2KH]. lse and delta are the forward's and attention_delta's.
-void attention_block_backward(const AttentionHeads& heads, const Tensor& qkv, const std::vector<PositionSpan>& q_spans,
-                              const Tensor& kv, const std::vector<PositionSpan>& kv_spans, const Tensor& lse,
-                              const Tensor& gy, const Tensor& delta, Tensor& gqkv, Tensor& gkv);
+ private:
+  AttentionHeads h_;
+  ComputePrecision precision_;
+  MatmulOperand q_, gy_;
+  int64_t Tq_;
+  Tensor lse_, delta_;  // per [B, N, Tq]
+};
 
 // Causal attention of qkv[B, T, C] (rows are positions 0..T-1) computed key block by key
 // block of `block` positions: ops::causal_attention's result without keeping the [T, T]

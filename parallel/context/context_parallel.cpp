@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -16,15 +17,24 @@ using ops::AttentionHeads;
 using ops::PositionSpan;
 using Spans = std::vector<PositionSpan>;
 
-using Clock = std::chrono::steady_clock;
+// Where an attention's time goes (ContextTimes), when someone keeps count.
+class AttentionClock {
+ public:
+  explicit AttentionClock(std::shared_ptr<ContextTimes> times) : times_(std::move(times)) {}
+  template <typename F>
+  void compute(F&& f) const { timed(&ContextTimes::compute_seconds, f); }
+  template <typename F>
+  void exposed(F&& f) const { timed(&ContextTimes::exposed_comm_seconds, f); }
 
-// Adds the seconds `f` takes to `*into` (when there is one).
-template <typename F>
-void timed(double* into, F&& f) {
-  const auto t0 = Clock::now();
-  f();
-  if (into) *into += std::chrono::duration<double>(Clock::now() - t0).count();
-}
+ private:
+  template <typename F>
+  void timed(double ContextTimes::*into, F& f) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    if (times_) (*times_).*into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::shared_ptr<ContextTimes> times_;
+};
 
 void add_into(Tensor& into, const Tensor& x) {
   float* out = into.data();
@@ -77,9 +87,7 @@ std::vector<Spans> spans_by_rank(const SequenceSplit& split, int64_t local) {
 // The ring: c steps, each attending to the key/value block in hand while the next one
 // arrives from the previous rank (ppermute by +1). Rank r holds rank (r - s)'s block at step s.
 Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType wire, const Tensor& qkv, int n_heads,
-                      int n_kv_heads, const std::shared_ptr<ContextTimes>& times) {
-  double* compute = times ? &times->compute_seconds : nullptr;
-  double* exposed = times ? &times->exposed_comm_seconds : nullptr;
+                      int n_kv_heads, const AttentionClock& clock) {
   const AttentionHeads h = AttentionHeads::of(qkv, n_heads, n_kv_heads);
   const int c = axis.size(), me = axis.rank();
   const std::vector<Spans> spans = spans_by_rank(split, qkv.dim(1));
@@ -90,20 +98,18 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType w
   for (int s = 0; s < c; ++s) {
     BlockPass pass;
     if (s + 1 < c) pass = BlockPass(axis, block, wire);
-    timed(compute, [&] { attention.attend(spans[me], block, spans[owner(s)]); });
-    timed(exposed, [&] { pass.wait(); });
+    clock.compute([&] { attention.attend(spans[me], block, spans[owner(s)]); });
+    clock.exposed([&] { pass.wait(); });
     if (s + 1 < c) block = pass.arrived();
   }
   Tensor y;
-  timed(compute, [&] { y = attention.finish(); });
+  clock.compute([&] { y = attention.finish(); });
   const Tensor lse = attention.log_sum_exp();
   const ComputePrecision precision = compute_precision();
   return record(y, "ring_attention", {qkv}, [=, &axis](const Tensor& gy) {
     const PrecisionScope scope(precision);
-    double* compute = times ? &times->compute_seconds : nullptr;
-    double* exposed = times ? &times->exposed_comm_seconds : nullptr;
-    Tensor delta;
-    timed(compute, [&] { delta = ops::attention_delta(h, y, gy); });
+    std::optional<ops::BlockAttentionBackward> backward;
+    clock.compute([&] { backward.emplace(h, qkv, y, lse, gy); });
     Tensor gqkv = Tensor::zeros(qkv.shape());
     // Step s: this rank's share of the gradient of the block in hand is computed while the
     // block moves on and while the gradient the earlier ranks summed for it arrives; the sum
@@ -114,14 +120,14 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType w
       Tensor share = Tensor::zeros(kv.shape());
       BlockPass pass;
       if (s + 1 < c) pass = BlockPass(axis, block, wire);
-      timed(compute, [&] {
-        ops::attention_block_backward(h, qkv, spans[me], block, spans[owner(s)], lse, gy, delta, gqkv, share);
+      clock.compute([&] {
+        backward->block(spans[me], block, spans[owner(s)], gqkv, share);
       });
-      timed(exposed, [&] {
+      clock.exposed([&] {
         gradient_pass.wait();
         pass.wait();
       });
-      timed(compute, [&] {
+      clock.compute([&] {
         if (s > 0) add_into(share, arriving);  // what the earlier ranks summed
       });
       travelling = share;
@@ -129,7 +135,7 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType w
       gradient_pass = ppermute_async(axis, values(travelling), values(arriving), 1);
       if (s + 1 < c) block = pass.arrived();
     }
-    timed(exposed, [&] { gradient_pass.wait(); });  // this rank's own block's, home
+    clock.exposed([&] { gradient_pass.wait(); });  // this rank's own block's, home
     const Tensor grad = arriving;
     ops::add_key_value_grad(grad, h, gqkv);
     return std::vector<Tensor>{gqkv};
@@ -139,15 +145,13 @@ Tensor ring_attention(const AxisGroup& axis, const SequenceSplit& split, DType w
 // All-gather: every rank's key/value block at once, attended to in one pass; backward
 // sums each block's gradient on its owner with one reduce_scatter.
 Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, DType wire, const Tensor& qkv,
-                           int n_heads, int n_kv_heads, const std::shared_ptr<ContextTimes>& times) {
-  double* compute = times ? &times->compute_seconds : nullptr;
-  double* exposed = times ? &times->exposed_comm_seconds : nullptr;
+                           int n_heads, int n_kv_heads, const AttentionClock& clock) {
   const AttentionHeads h = AttentionHeads::of(qkv, n_heads, n_kv_heads);
   const int c = axis.size(), me = axis.rank();
   const std::vector<Spans> spans = spans_by_rank(split, qkv.dim(1));
   const Tensor kv = ops::key_values(qkv, h);
   Tensor all = Tensor::empty({c * h.B, qkv.dim(1), h.kv_width()});  // rank r's block: rows [r B, (r+1) B)
-  timed(exposed, [&] {
+  clock.exposed([&] {
     if (wire == DType::kF32) return all_gather(axis, values(kv), values(all));
     const Bf16Array mine = Bf16Array::of(kv.data(), kv.numel()), every(all.numel());
     all_gather(axis, std::span<const Bf16>(mine.data(), kv.numel()), std::span<Bf16>(every.data(), all.numel()));
@@ -155,7 +159,7 @@ Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, DT
   });
   ops::OnlineAttention attention(h, qkv);
   Tensor y;
-  timed(compute, [&] {
+  clock.compute([&] {
     for (int r = 0; r < c; ++r) attention.attend(spans[me], all.rows(r * h.B, h.B), spans[r]);
     y = attention.finish();
   });
@@ -163,18 +167,16 @@ Tensor allgather_attention(const AxisGroup& axis, const SequenceSplit& split, DT
   const ComputePrecision precision = compute_precision();
   return record(y, "allgather_attention", {qkv}, [=, &axis](const Tensor& gy) {
     const PrecisionScope scope(precision);
-    double* compute = times ? &times->compute_seconds : nullptr;
-    double* exposed = times ? &times->exposed_comm_seconds : nullptr;
     Tensor gqkv = Tensor::zeros(qkv.shape()), grads = Tensor::zeros(all.shape());
-    timed(compute, [&] {
-      const Tensor delta = ops::attention_delta(h, y, gy);
+    clock.compute([&] {
+      const ops::BlockAttentionBackward backward(h, qkv, y, lse, gy);
       for (int r = 0; r < c; ++r) {
         Tensor grad = grads.rows(r * h.B, h.B);
-        ops::attention_block_backward(h, qkv, spans[me], all.rows(r * h.B, h.B), spans[r], lse, gy, delta, gqkv, grad);
+        backward.block(spans[me], all.rows(r * h.B, h.B), spans[r], gqkv, grad);
       }
     });
     Tensor mine = Tensor::empty(kv.shape());
-    timed(exposed, [&] { reduce_scatter(axis, values(grads), values(mine)); });
+    clock.exposed([&] { reduce_scatter(axis, values(grads), values(mine)); });
     ops::add_key_value_grad(mine, h, gqkv);
     return std::vector<Tensor>{gqkv};
   });
@@ -187,9 +189,10 @@ Tensor context_attention(const AxisGroup& context, const SequenceSplit& split, c
   SL_ASSERT(split.size == context.size(), "a sequence split over " + std::to_string(split.size) + " ranks on an axis of " +
                                               std::to_string(context.size()));
   const DType wire = config.kv_dtype;
+  const AttentionClock clock(std::move(times));
   return config.comm == ContextComm::kRing
-             ? ring_attention(context, split, wire, qkv, n_heads, n_kv_heads, times)
-             : allgather_attention(context, split, wire, qkv, n_heads, n_kv_heads, times);
+             ? ring_attention(context, split, wire, qkv, n_heads, n_kv_heads, clock)
+             : allgather_attention(context, split, wire, qkv, n_heads, n_kv_heads, clock);
 }
 
 std::vector<int> SequenceSplit::chunks_of(int rank) const {
@@ -216,13 +219,16 @@ std::vector<int64_t> SequenceSplit::positions(int rank, int64_t local) const {
   return out;
 }
 
+void SequenceSplit::check_length(int64_t seq_len) const {
+  if (seq_len % chunks() == 0) return;
+  throw UserError("sequence length " + std::to_string(seq_len) + " does not split into the " + std::to_string(chunks()) +
+                  " chunks of context=" + std::to_string(size) +
+                  (load_balance ? " with load balancing (2 x context)" : "") +
+                  "; choose a sequence length that is a multiple of " + std::to_string(chunks()));
+}
+
 data::Batch SequenceSplit::slice(const data::Batch& batch, int rank) const {
-  if (batch.seq_len % chunks() != 0) {
-    throw UserError("sequence length " + std::to_string(batch.seq_len) + " does not split into the " +
-                    std::to_string(chunks()) + " chunks of context=" + std::to_string(size) +
-                    (load_balance ? " with load balancing (2 x context)" : "") + "; choose a multiple of " +
-                    std::to_string(chunks()));
-  }
+  check_length(batch.seq_len);
   const std::vector<int64_t> at = positions(rank, batch.seq_len / size);
   data::Batch out;
   out.rows = batch.rows;
@@ -280,11 +286,11 @@ std::unique_ptr<ContextParallel> apply_context_parallel(nn::Transformer& model, 
 void plan_context_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
                                 const ContextParallelConfig& cp, int64_t rows, int64_t seq_len, int microbatches,
                                 const std::vector<int64_t>& layers) {
+  if (!mesh.splits(kContextAxis)) return;
   std::set<int64_t> moe_layers;
   for (const int64_t l : layers) {
     if (c.is_moe_layer(l)) moe_layers.insert(l);
   }
-  if (!mesh.splits(kContextAxis)) return;
   const int n = mesh.axis_size(kContextAxis);
   // Under tensor parallelism each rank holds its share of the kv heads (at least one).
   const int t = mesh.size_of(kTensorAxis);

@@ -57,6 +57,8 @@ struct SequenceSplit {
   bool load_balance = true;
 
   int chunks() const { return load_balance ? 2 * size : size; }  // the sequence length must be a multiple
+  // UserError, naming the values and the fix, unless seq_len cuts into chunks().
+  void check_length(int64_t seq_len) const;
   // The chunks rank `rank` holds, in the order of its rows.
   std::vector<int> chunks_of(int rank) const;
   // Rank `rank`'s rows of each sequence (`local` of them) as runs of positions.
