@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/ops/wire_format.h"
 #include "framework/memory.h"
 #include "framework/output_path.h"
 #include "parallel/comm/collectives.h"
@@ -40,6 +41,7 @@ namespace {
 struct Row {
   CollectiveOp op;
   Algorithm algorithm;
+  DType wire;
   int64_t bytes;
   double seconds;
   double predicted;
@@ -53,17 +55,29 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Runs one collective of `bytes` (as comm_trace.h counts them) on `g`.
-void run_once(const AxisGroup& g, CollectiveOp op, Algorithm a, std::vector<float>& in, std::vector<float>& out,
-              int64_t bytes) {
+// Whether `op` can carry `wire` (only the gradient and parameter collectives compress).
+bool takes_wire(CollectiveOp op, DType wire) {
+  return wire == DType::kF32 || op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter ||
+         op == CollectiveOp::kAllReduce;
+}
+
+// Runs one collective of `bytes` of fp32 data (as comm_trace.h counts fp32) on `g`, its
+// messages carried as `wire`; an int8 reduction keeps error feedback in `feedback`, as
+// training does (collectives.h).
+void run_once(const AxisGroup& g, CollectiveOp op, Algorithm a, DType wire, std::vector<float>& in,
+              std::vector<float>& out, std::vector<float>& feedback, int64_t bytes) {
   const size_t n = static_cast<size_t>(g.size()), count = static_cast<size_t>(bytes) / sizeof(float);
+  std::span<float> fb;
+  if (wire == DType::kInt8 && (op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllReduce)) {
+    fb = std::span(feedback).first(static_cast<size_t>(error_feedback_floats(g, op, static_cast<int64_t>(count))));
+  }
   switch (op) {
     case CollectiveOp::kAllGather:
-      return all_gather(g, std::span(in).first(count / n), std::span(out).first(count), a);
+      return all_gather(g, std::span(in).first(count / n), std::span(out).first(count), a, wire);
     case CollectiveOp::kReduceScatter:
-      return reduce_scatter(g, std::span(in).first(count), std::span(out).first(count / n), a);
+      return reduce_scatter(g, std::span(in).first(count), std::span(out).first(count / n), a, wire, fb);
     case CollectiveOp::kAllReduce:
-      return all_reduce(g, std::span(in).first(count), ReduceOp::kSum, a);
+      return all_reduce(g, std::span(in).first(count), ReduceOp::kSum, a, wire, fb);
     case CollectiveOp::kAllToAll:
       return all_to_all(g, std::span(in).first(count), std::span(out).first(count), a);
     case CollectiveOp::kPermute:
@@ -152,7 +166,9 @@ void save_calibration(const std::vector<Row>& rows, int n, const std::string& pa
     }
   }
   std::vector<Measurement> timings;
-  for (const Row& r : rows) timings.push_back({r.op, r.bytes, r.algorithm, r.seconds});
+  for (const Row& r : rows) {
+    if (r.wire == DType::kF32) timings.push_back({r.op, r.bytes, r.algorithm, r.seconds});  // auto picks for fp32
+  }
   for (const AutoRule& r : AlgorithmTable::rules_from(timings, n)) rules.push_back(r);
   std::stable_sort(rules.begin(), rules.end(), [](const AutoRule& a, const AutoRule& b) { return a.max_ranks < b.max_ranks; });
   AlgorithmTable(rules).save(path);
@@ -162,9 +178,9 @@ void save_calibration(const std::vector<Row>& rows, int n, const std::string& pa
 void write_csv(const std::vector<Row>& rows, int n, const std::string& path) {
   std::ofstream csv(path);
   if (!csv) throw UserError("cannot write " + path);
-  csv << "op,bytes,algorithm,ranks,time_s,algbw_Bps,busbw_Bps,predicted_s,speedup_vs_native\n";
+  csv << "op,bytes,algorithm,wire,ranks,time_s,algbw_Bps,busbw_Bps,predicted_s,speedup_vs_native\n";
   for (const Row& r : rows) {
-    csv << to_string(r.op) << "," << r.bytes << "," << to_string(r.algorithm) << "," << n << "," << r.seconds << ","
+    csv << to_string(r.op) << "," << r.bytes << "," << to_string(r.algorithm) << "," << dtype_name(r.wire) << "," << n << "," << r.seconds << ","
         << r.bytes / r.seconds << "," << r.bytes / r.seconds * bus_factor(r.op, n) << "," << r.predicted << ","
         << (r.native_seconds > 0 ? r.native_seconds / r.seconds : 0) << "\n";
   }
@@ -177,7 +193,7 @@ void write_json(const std::vector<Row>& rows, int n, const std::string& path) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     json << "  {\"op\":\"" << to_string(r.op) << "\",\"bytes\":" << r.bytes << ",\"algorithm\":\""
-         << to_string(r.algorithm) << "\",\"ranks\":" << n << ",\"time_s\":" << r.seconds
+         << to_string(r.algorithm) << "\",\"wire\":\"" << dtype_name(r.wire) << "\",\"ranks\":" << n << ",\"time_s\":" << r.seconds
          << ",\"busbw_Bps\":" << r.bytes / r.seconds * bus_factor(r.op, n) << ",\"predicted_s\":" << r.predicted
          << ",\"speedup_vs_native\":" << (r.native_seconds > 0 ? r.native_seconds / r.seconds : 0) << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
   }
@@ -192,6 +208,8 @@ int run(int argc, char** argv) {
       ("topology", "torus or mesh", cxxopts::value<std::string>()->default_value("torus"))
       ("ops", "ops to time", cxxopts::value<std::string>()->default_value("all_gather,reduce_scatter,all_reduce,all_to_all"))
       ("algorithms", "algorithms to time", cxxopts::value<std::string>()->default_value("native,ring,bidir,auto"))
+      ("dtype", "wire formats to time, of fp32 bf16 int8 (framework/ops/wire_format.h): all_gather, reduce_scatter "
+       "and all_reduce carry them; sizes stay those of the fp32 data", cxxopts::value<std::string>()->default_value("fp32"))
       ("min-bytes", "smallest size (K, M suffixes)", cxxopts::value<std::string>()->default_value("4K"))
       ("max-bytes", "largest size", cxxopts::value<std::string>()->default_value("64M"))
       ("iters", "repetitions per round (0: about 64 MiB of traffic, 2 to 50)", cxxopts::value<int>()->default_value("0"))
@@ -259,6 +277,8 @@ int run(int argc, char** argv) {
   for (const std::string& s : split(args["ops"].as<std::string>())) ops.push_back(parse_collective_op(s));
   std::vector<Algorithm> algorithms;
   for (const std::string& s : split(args["algorithms"].as<std::string>())) algorithms.push_back(parse_algorithm(s));
+  std::vector<DType> wires;
+  for (const std::string& s : split(args["dtype"].as<std::string>())) wires.push_back(parse_wire_dtype(s, "--dtype"));
   const bool has_native = std::count(algorithms.begin(), algorithms.end(), Algorithm::kNative) > 0;
   const int64_t min_bytes = parse_count(args["min-bytes"].as<std::string>(), "min-bytes");
   const int64_t max_bytes = parse_count(args["max-bytes"].as<std::string>(), "max-bytes");
@@ -275,6 +295,10 @@ int run(int argc, char** argv) {
                     format_bytes(static_cast<int64_t>(machine_memory_bytes())) + "; lower --max-bytes");
   }
   std::vector<float> in(max_bytes / 4 + quantum), out(max_bytes / 4 * n + quantum);
+  const bool compressed = std::any_of(wires.begin(), wires.end(), [](DType w) { return w == DType::kInt8; });
+  std::vector<float> feedback(compressed ? static_cast<size_t>(error_feedback_floats(g, CollectiveOp::kAllReduce,
+                                                                                     static_cast<int64_t>(in.size())))
+                                         : 0);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7);
 
   if (root) {
@@ -282,8 +306,8 @@ int run(int argc, char** argv) {
                 mesh.describe().c_str(), g.name().c_str(), n, context.links.profile_name().c_str(),
                 cost::hardware(context.links.profile_name()).calibrated ? "" : " (NOT calibrated)",
                 to_string(context.links.mode()).c_str(), context.links.link_scale(), rounds);
-    std::printf("%-15s %10s %-7s %-7s %12s %11s %11s %13s %8s %9s\n", "op", "bytes", "algo", "runs", "time_us",
-                "algbw_GB/s", "busbw_GB/s", "predicted_us", "x_pred", "x_native");
+    std::printf("%-15s %10s %-7s %-7s %-5s %12s %11s %11s %13s %8s %9s %7s\n", "op", "bytes", "algo", "runs", "wire",
+                "time_us", "algbw_GB/s", "busbw_GB/s", "predicted_us", "x_pred", "x_native", "x_fp32");
   }
   std::vector<Row> rows;
   for (CollectiveOp op : ops) {
@@ -291,21 +315,36 @@ int run(int argc, char** argv) {
       const int64_t bytes = std::max(quantum, size / quantum * quantum);
       const int iters = args["iters"].as<int>() > 0 ? args["iters"].as<int>()
                                                     : static_cast<int>(std::clamp<int64_t>((64 << 20) / bytes, 2, 50));
+      // Every (wire, algorithm) pair the op takes, timed interleaved.
+      std::vector<std::pair<DType, Algorithm>> pairs;
       std::vector<std::function<void()>> contenders;
-      for (Algorithm a : algorithms) contenders.push_back([&, a] { run_once(g, op, a, in, out, bytes); });
+      for (DType w : wires) {
+        if (!takes_wire(op, w)) continue;
+        for (Algorithm a : algorithms) {
+          pairs.emplace_back(w, a);
+          contenders.push_back([&, a, w] { run_once(g, op, a, w, in, out, feedback, bytes); });
+        }
+      }
       const std::vector<double> t = time_interleaved(mesh.comm(), iters, rounds, contenders);
-      const auto native_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::kNative);
-      const double native = has_native ? t[native_at - algorithms.begin()] : 0;
-      for (size_t i = 0; i < algorithms.size(); ++i) {
-        const Algorithm runs = resolve_algorithm(g, op, bytes, algorithms[i]);
+      auto time_of = [&](DType w, Algorithm a) {
+        const auto at = std::find(pairs.begin(), pairs.end(), std::make_pair(w, a));
+        return at == pairs.end() ? 0.0 : t[at - pairs.begin()];
+      };
+      const double native = has_native ? time_of(DType::kF32, Algorithm::kNative) : 0;
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        const auto [wire, algorithm] = pairs[i];
+        const Algorithm runs = wire == DType::kF32 || algorithm == Algorithm::kBidir
+                                   ? resolve_algorithm(g, op, bytes, algorithm) : Algorithm::kRing;
+        const int64_t wire_size = wire_bytes(wire, bytes / 4);
         const Row& row = rows.emplace_back(
-            Row{op, algorithms[i], bytes, t[i], context.links.predict_seconds(op, runs, g, bytes), native});
+            Row{op, algorithm, wire, bytes, t[i], context.links.predict_seconds(op, runs, g, wire_size), native});
         if (!root) continue;
-        const double algbw = bytes / row.seconds / 1e9;
-        std::printf("%-15s %10lld %-7s %-7s %12.1f %11.3f %11.3f %13.1f %8.2f %9s\n", to_string(op).c_str(),
-                    static_cast<long long>(bytes), to_string(algorithms[i]).c_str(), to_string(runs).c_str(),
-                    row.seconds * 1e6, algbw, algbw * bus_factor(op, n), row.predicted * 1e6,
-                    row.seconds / row.predicted, has_native ? std::to_string(native / row.seconds).substr(0, 5).c_str() : "-");
+        const double algbw = bytes / row.seconds / 1e9, fp32 = time_of(DType::kF32, algorithm);
+        std::printf("%-15s %10lld %-7s %-7s %-5s %12.1f %11.3f %11.3f %13.1f %8.2f %9s %7s\n", to_string(op).c_str(),
+                    static_cast<long long>(bytes), to_string(algorithm).c_str(), to_string(runs).c_str(),
+                    dtype_name(wire), row.seconds * 1e6, algbw, algbw * bus_factor(op, n), row.predicted * 1e6,
+                    row.seconds / row.predicted, native > 0 ? std::to_string(native / row.seconds).substr(0, 5).c_str() : "-",
+                    fp32 > 0 ? std::to_string(fp32 / row.seconds).substr(0, 5).c_str() : "-");
       }
     }
   }

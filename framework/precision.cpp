@@ -46,13 +46,37 @@ double matmul_gflops(int64_t m, int64_t k, int64_t n, int repeats) {
 
 }  // namespace
 
-const char* dtype_name(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp32"; }
-int64_t dtype_bytes(DType dtype) { return dtype == DType::kBF16 ? 2 : 4; }
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16: return "bf16";
+    case DType::kInt8: return "int8";
+    case DType::kF32: break;
+  }
+  return "fp32";
+}
+int64_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16: return 2;
+    case DType::kInt8: return 1;
+    case DType::kF32: break;
+  }
+  return 4;
+}
 
 DType parse_dtype(const std::string& value, const std::string& flag) {
   if (value == "fp32" || value == "float32") return DType::kF32;
   if (value == "bf16" || value == "bfloat16") return DType::kBF16;
+  if (value == "int8") {
+    throw UserError(flag + " 'int8': int8 is a wire format for gradients and gathered weights "
+                    "(--reduce-dtype, --gather-dtype), not a dtype shardlab computes in; use fp32 or bf16");
+  }
   throw UserError(flag + " '" + value + "' is not a dtype shardlab trains in; use fp32 or bf16");
+}
+
+DType parse_wire_dtype(const std::string& value, const std::string& flag) {
+  if (value == "int8") return DType::kInt8;
+  if (value == "fp32" || value == "float32" || value == "bf16" || value == "bfloat16") return parse_dtype(value, flag);
+  throw UserError(flag + " '" + value + "' is not a wire format; use fp32, bf16 or int8");
 }
 
 const char* bf16_matmul_name(Bf16Matmul path) { return path == Bf16Matmul::kNative ? "native" : "rounded"; }
@@ -64,7 +88,10 @@ PrecisionScope::~PrecisionScope() { t_precision = previous_; }
 
 std::string PrecisionPolicy::describe() const {
   std::string s = std::string(dtype_name(compute)) + " compute, fp32 master weights and optimizer state, gradients reduced " +
-                  (reduce == DType::kBF16 ? "with bf16 on the wire (fp32 sums)" : "in fp32");
+                  (reduce == DType::kF32 ? std::string("in fp32")
+                                         : std::string("with ") + dtype_name(reduce) + " on the wire (fp32 sums" +
+                                               (reduce == DType::kInt8 ? ", error feedback)" : ")"));
+  if (gather != compute) s += std::string(", sharded parameters gathered as ") + dtype_name(gather);
   if (compute == DType::kBF16) s += "; bf16 matmuls: " + matmul_reason;
   return s;
 }

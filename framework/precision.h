@@ -20,12 +20,16 @@
 
 namespace shardlab {
 
-enum class DType { kF32, kBF16 };
+// kInt8 is a wire format only (block-scaled int8, framework/ops/wire_format.h): what a
+// collective's messages carry, never what a tensor holds or an op computes in.
+enum class DType { kF32, kBF16, kInt8 };
 
-const char* dtype_name(DType dtype);  // "fp32", "bf16"
-int64_t dtype_bytes(DType dtype);     // 4, 2
+const char* dtype_name(DType dtype);  // "fp32", "bf16", "int8"
+int64_t dtype_bytes(DType dtype);     // 4, 2, 1 (int8's per-block exponents: wire_bytes())
 // "fp32" or "bf16" (also "float32", "bfloat16"); UserError naming `flag` otherwise.
 DType parse_dtype(const std::string& value, const std::string& flag);
+// A wire format: parse_dtype's or "int8".
+DType parse_wire_dtype(const std::string& value, const std::string& flag);
 
 enum class Bf16Matmul {
   kNative,   // oneDNN bf16 kernels (avx512_bf16 / AMX dot products), fp32 accumulation
@@ -57,7 +61,9 @@ class PrecisionScope {
 // A run's policy, chosen once and applied by parallel::ParallelModel.
 struct PrecisionPolicy {
   DType compute = DType::kF32;  // matmul operands, the activations they save, the compute copy of weights
-  DType reduce = DType::kF32;   // gradients on the wire when they are reduced
+  DType reduce = DType::kF32;   // gradients on the wire when they are reduced (fp32, bf16, int8)
+  DType gather = DType::kF32;   // ZeRO/FSDP parameter all_gathers on the wire: the compute dtype,
+                                // or int8 under ZeRO-3 (--gather-dtype)
   Bf16Matmul matmul = Bf16Matmul::kRounded;  // how this machine runs a bf16 matmul
   std::string matmul_reason;                 // why (select_bf16_matmul)
 

@@ -25,7 +25,7 @@ PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
 // gathered in the compute dtype.
 DataParallelConfig data_config(const ParallelConfig& config) {
   DataParallelConfig data = config.data;
-  data.param_dtype = config.precision.compute;
+  data.param_dtype = config.precision.gather;
   data.reduce_dtype = config.precision.reduce;
   return data;
 }

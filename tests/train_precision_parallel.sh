@@ -20,15 +20,16 @@ common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --eval-every 0 --ev
 bytes() { grep -o "\"name\":\"$2\",[^}]*\"pid\":0,[^}]*\"bytes\":[0-9]*" "$1" | grep -o '"bytes":[0-9]*$' | cut -d: -f2 | awk '{s += $1} END {print s + 0}'; }
 # planned FILE: the dry run's total all_gather bytes on data (its "all_gather" rows).
 mpiexec=("$@")
-# step_bytes ZERO PRECISION OP [REDUCE]: rank 0's traced bytes of OP in one training step
-# with --reduce-dtype REDUCE (default fp32); the runs are made once per setting.
+# step_bytes ZERO PRECISION OP [REDUCE [GATHER]]: rank 0's traced bytes of OP in one
+# training step with --reduce-dtype REDUCE (default fp32) and --gather-dtype GATHER
+# (default auto); the runs are made once per setting.
 step_bytes() {
-  local reduce=${4:-fp32}
-  local run="$dir/z$1_$2_$reduce"
+  local reduce=${4:-fp32} gather=${5:-auto}
+  local run="$dir/z$1_$2_${reduce}_$gather"
   if [ ! -f "${run}_3.json" ]; then
     for steps in 2 3; do
       "${mpiexec[@]}" -n 2 "$train" "${common[@]}" --steps $steps --zero "$1" --precision "$2" --reduce-dtype "$reduce" \
-          --trace "${run}_$steps.json" > /dev/null
+          --gather-dtype "$gather" --trace "${run}_$steps.json" > /dev/null
     done
   fi
   echo $(( $(bytes "${run}_3.json" "$3") - $(bytes "${run}_2.json" "$3") ))
@@ -54,6 +55,21 @@ for zero in 3 0; do
     { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, --reduce-dtype bf16 $rb: not half"; exit 1; }
   echo "ok: ZeRO-$zero gradient $op bytes per step fp32 $rf, --reduce-dtype bf16 $rb"
 done
+# int8 wires: n values travel as n bytes and one exponent byte per block of 256, so a
+# step's gradient reductions (--reduce-dtype int8) and ZeRO-3's gathers (--gather-dtype
+# int8) carry 3.95-3.99x fewer bytes than fp32 (each bucket's last block is partial).
+ratio_ok() { awk -v a="$1" -v b="$2" 'BEGIN {r = a / b; exit !(r > 3.95 && r < 3.99)}'; }
+for zero in 3 0; do
+  op=$([ $zero = 3 ] && echo reduce_scatter || echo all_reduce)
+  norm=$([ $zero = 3 ] && echo 0 || echo 16)
+  rf=$(step_bytes $zero fp32 $op); ri=$(step_bytes $zero fp32 $op int8)
+  ratio_ok $((rf - norm)) $((ri - norm)) ||
+    { echo "FAIL: ZeRO-$zero $op bytes per step fp32 $rf, --reduce-dtype int8 $ri: not 3.95-3.99x fewer"; exit 1; }
+  echo "ok: ZeRO-$zero gradient $op bytes per step fp32 $rf, --reduce-dtype int8 $ri"
+done
+gf=$(step_bytes 3 fp32 all_gather); gi=$(step_bytes 3 fp32 all_gather int8 int8)
+ratio_ok "$gf" "$gi" || { echo "FAIL: ZeRO-3 all_gather bytes per step fp32 $gf, --gather-dtype int8 $gi"; exit 1; }
+echo "ok: ZeRO-3 all_gather bytes per step fp32 $gf, --gather-dtype int8 $gi"
 # The dry run plans the same halving: the planned bytes of its all_gather rows.
 planned() { awk '$3 == "all_gather" {s += $4} END {print s + 0}' "$1"; }
 for p in fp32 bf16; do

@@ -104,8 +104,12 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   o.add_options("precision")
       ("precision", "fp32, or bf16: bf16 matmul operands with fp32 accumulation; fp32 master weights, optimizer "
        "state, norms, softmax and loss (docs/mixed_precision.md)", cxxopts::value<std::string>()->default_value(r.precision))
-      ("reduce-dtype", "dtype gradients travel in when they are reduced: fp32, or bf16 (half the bytes; every sum "
-       "still taken in fp32)", cxxopts::value<std::string>()->default_value(r.reduce_dtype))
+      ("reduce-dtype", "dtype gradients travel in when they are reduced over data, fsdp and context: fp32; bf16 "
+       "(half the bytes); or int8 (block-scaled, about a quarter of the bytes, with error feedback). Every sum is "
+       "still taken in fp32 (docs/collectives.md)", cxxopts::value<std::string>()->default_value(r.reduce_dtype))
+      ("gather-dtype", "dtype ZeRO-3 / FSDP parameter all-gathers carry: auto (the compute dtype), fp32, bf16, or "
+       "int8 (block-scaled; every rank computes with the same int8-rounded weights, the fp32 shards stay exact)",
+       cxxopts::value<std::string>()->default_value(r.gather_dtype))
       ("bf16-matmul", "how bf16 matmuls run: auto (oneDNN's bf16 kernels where this CPU has them and they measure "
        "faster than fp32, else fp32 kernels on bf16-rounded operands), native or rounded; the environment variable "
        "SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value(r.bf16_matmul));
@@ -239,6 +243,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.seed = p["seed"].as<uint64_t>();
   r.precision = p["precision"].as<std::string>();
   r.reduce_dtype = p["reduce-dtype"].as<std::string>();
+  r.gather_dtype = p["gather-dtype"].as<std::string>();
   r.bf16_matmul = p["bf16-matmul"].as<std::string>();
   r.eval_every = p["eval-every"].as<int64_t>();
   r.eval_batches = p["eval-batches"].as<int64_t>();

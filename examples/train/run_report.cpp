@@ -398,7 +398,10 @@ void RunReport::finish() {
   const double measured = step_peak_bytes_ > 0 ? step_peak_bytes_ : static_cast<double>(MemoryTracker::peak_total());
   std::printf("memory per rank predicted: parameters %s | gradients %s | optimizer %s | activations %s "
               "| total %s against a peak of %s measured in step 1 (%s in communication buffers), error %+.1f%%\n",
-              format_bytes(static_cast<int64_t>(e.params)).c_str(), format_bytes(static_cast<int64_t>(e.grads)).c_str(),
+              format_bytes(static_cast<int64_t>(e.params)).c_str(),
+              (format_bytes(static_cast<int64_t>(e.grads)) +
+               (e.feedback > 0 ? " + " + format_bytes(static_cast<int64_t>(e.feedback)) + " error feedback" : ""))
+                  .c_str(),
               format_bytes(static_cast<int64_t>(e.optimizer)).c_str(),
               format_bytes(static_cast<int64_t>(e.activations)).c_str(),
               format_bytes(static_cast<int64_t>(e.total())).c_str(), format_bytes(static_cast<int64_t>(measured)).c_str(),

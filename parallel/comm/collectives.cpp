@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "framework/error.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/ring_algorithms.h"
 #include "parallel/comm/schedule.h"
@@ -209,52 +210,61 @@ Launch launch(const AxisGroup& g, CollectiveOp op, int64_t bytes, Algorithm requ
   return {g, op, resolve_algorithm(g, op, bytes, requested), bytes, shift};
 }
 
-std::optional<Plan> plan_all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+// An encoded wire runs on the neighbour rings: MPI neither sums bf16 or int8 nor rounds a
+// rank's own chunk to what the others receive.
+Launch wire_launch(const AxisGroup& g, CollectiveOp op, int64_t elements, Algorithm a, DType wire) {
+  Launch l = launch(g, op, wire_bytes(wire, elements), a);
+  if (wire != DType::kF32 && l.algorithm != Algorithm::kBidir) l.algorithm = Algorithm::kRing;
+  return l;
+}
+
+void check_feedback(const AxisGroup& g, CollectiveOp op, int64_t elements, std::span<float> feedback) {
+  if (!feedback.empty() && static_cast<int64_t>(feedback.size()) != feedback_floats(g, op, elements)) {
+    size_error(g, op, "error feedback of " + floats(feedback.size()) + ", expected " +
+                          floats(static_cast<size_t>(feedback_floats(g, op, elements))) + " (error_feedback_floats)");
+  }
+}
+
+std::optional<Plan> plan_all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a,
+                                    DType wire) {
   if (prepare(g, CollectiveOp::kAllGather, in, out)) return std::nullopt;
   const int n = mpi_count(in.size());
-  const Launch l = launch(g, CollectiveOp::kAllGather, out.size() * kBytesPerFloat, a);
+  const Launch l = wire_launch(g, CollectiveOp::kAllGather, static_cast<int64_t>(out.size()), a, wire);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Iallgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_all_gather(g, in, out, l.algorithm == Algorithm::kBidir); }};
-}
-
-// A bf16 wire's reductions run on the neighbour rings: MPI has no bf16 sum.
-Launch reduction_launch(const AxisGroup& g, CollectiveOp op, int64_t elements, Algorithm a, DType wire) {
-  if (wire != DType::kBF16) return launch(g, op, elements * kBytesPerFloat, a);
-  Launch l = launch(g, op, elements * dtype_bytes(wire), a);
-  if (l.algorithm != Algorithm::kBidir) l.algorithm = Algorithm::kRing;
-  return l;
+              [=, &g] { return ring_all_gather(g, in, out, l.algorithm == Algorithm::kBidir, wire); }};
 }
 
 std::optional<Plan> plan_reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out,
-                                        Algorithm a, DType wire) {
+                                        Algorithm a, DType wire, std::span<float> feedback) {
+  check_feedback(g, CollectiveOp::kReduceScatter, static_cast<int64_t>(in.size()), feedback);
   if (prepare(g, CollectiveOp::kReduceScatter, in, out)) return std::nullopt;
   const int n = mpi_count(out.size());
-  const Launch l = reduction_launch(g, CollectiveOp::kReduceScatter, static_cast<int64_t>(in.size()), a, wire);
-  const bool bf16 = wire == DType::kBF16;
+  const Launch l = wire_launch(g, CollectiveOp::kReduceScatter, static_cast<int64_t>(in.size()), a, wire);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Reduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Ireduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_reduce_scatter(g, in, out, l.algorithm == Algorithm::kBidir, bf16); }};
+              [=, &g] { return ring_reduce_scatter(g, in, out, l.algorithm == Algorithm::kBidir, wire, feedback); }};
 }
 
-std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
+std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire,
+                                    std::span<float> feedback) {
+  check_feedback(g, CollectiveOp::kAllReduce, static_cast<int64_t>(buffer.size()), feedback);
   if (g.size() == 1) return std::nullopt;
   const int n = mpi_count(buffer.size());
   const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
-  const Launch l = reduction_launch(g, CollectiveOp::kAllReduce, static_cast<int64_t>(buffer.size()), a, wire);
-  const bool bf16 = wire == DType::kBF16;
+  const Launch l = wire_launch(g, CollectiveOp::kAllReduce, static_cast<int64_t>(buffer.size()), a, wire);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir, bf16); }};
+              [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir, wire, feedback); }};
 }
 
 std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
@@ -344,14 +354,20 @@ void CollectiveHandle::wait() {
   if (state_) wait_watched(*state_);
 }
 
-void all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
-  run_if(plan_all_gather(g, in, out, a));
+int64_t error_feedback_floats(const AxisGroup& g, CollectiveOp op, int64_t elements) {
+  return feedback_floats(g, op, elements);
 }
-void reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a, DType wire) {
-  run_if(plan_reduce_scatter(g, in, out, a, wire));
+
+void all_gather(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a, DType wire) {
+  run_if(plan_all_gather(g, in, out, a, wire));
 }
-void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
-  run_if(plan_all_reduce(g, buffer, op, a, wire));
+void reduce_scatter(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a, DType wire,
+                    std::span<float> feedback) {
+  run_if(plan_reduce_scatter(g, in, out, a, wire, feedback));
+}
+void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire,
+                std::span<float> feedback) {
+  run_if(plan_all_reduce(g, buffer, op, a, wire, feedback));
 }
 void all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   run_if(plan_all_to_all(g, in, out, a));
@@ -360,8 +376,9 @@ void ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> ou
   run_if(plan_ppermute(g, in, out, shift, a));
 }
 
-CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
-  return start_if(plan_all_gather(g, in, out, a));
+CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a,
+                                  DType wire) {
+  return start_if(plan_all_gather(g, in, out, a, wire));
 }
 
 namespace {
@@ -384,11 +401,12 @@ CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const Bf16> in, 
   return all_gather_async(g, as_floats(in), as_floats(out), a);
 }
 CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float> in, std::span<float> out,
-                                      Algorithm a, DType wire) {
-  return start_if(plan_reduce_scatter(g, in, out, a, wire));
+                                      Algorithm a, DType wire, std::span<float> feedback) {
+  return start_if(plan_reduce_scatter(g, in, out, a, wire, feedback));
 }
-CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire) {
-  return start_if(plan_all_reduce(g, buffer, op, a, wire));
+CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire,
+                                  std::span<float> feedback) {
+  return start_if(plan_all_reduce(g, buffer, op, a, wire, feedback));
 }
 CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   return start_if(plan_all_to_all(g, in, out, a));

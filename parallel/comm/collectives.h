@@ -63,27 +63,40 @@ class CollectiveHandle {
   std::unique_ptr<State> state_;
 };
 
+// Wire formats (framework/ops/wire_format.h; --reduce-dtype, --gather-dtype): with `wire`
+// kBF16 or kInt8 the messages travel encoded -- half the bytes, or block-scaled int8 at
+// about a quarter -- and every sum is taken in fp32: each ring hop decodes the partial
+// sum that arrives, adds its own share in fp32 and encodes what it forwards. all_reduce
+// and all_gather round each rank's own chunk to its wire values before sending it, so
+// every rank holds the same values. MPI cannot sum or round these, so they run as ring
+// (auto, native) or bidir. A group of one rank sends nothing and rounds nothing.
+//
+// Error feedback: `feedback` (error_feedback_floats() floats, zeroed before the first
+// call, then kept by the caller between calls on the same buffer) holds what each
+// encoding lost; it is added to the next call's values before they are encoded, so
+// rounding errors cancel over steps instead of accumulating (gradients under int8).
 void all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                Algorithm algorithm = Algorithm::kAuto);
-// `wire` kBF16 (gradients under --reduce-dtype bf16): the messages travel as bf16, half
-// the bytes, and every sum is taken in fp32 -- each ring hop rounds the partial sum it
-// forwards; all_reduce rounds each reduced chunk before gathering it, so every rank holds
-// the same bf16 values. MPI has no bf16 sum, so these run as ring (auto, native) or bidir.
-void reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                    Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
-void all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
                 Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
+void reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                    Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32, std::span<float> feedback = {});
+void all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
+                Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32, std::span<float> feedback = {});
+// Residual floats the error feedback of a reduce_scatter (op kReduceScatter, `elements`
+// the input's size) or all_reduce (kAllReduce) on `group` needs.
+int64_t error_feedback_floats(const AxisGroup& group, CollectiveOp op, int64_t elements);
 void all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                 Algorithm algorithm = Algorithm::kAuto);
 void ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
               Algorithm algorithm = Algorithm::kAuto);
 
 CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                                  Algorithm algorithm = Algorithm::kAuto);
-CollectiveHandle reduce_scatter_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                                      Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
-CollectiveHandle all_reduce_async(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
                                   Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
+CollectiveHandle reduce_scatter_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
+                                      Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32,
+                                      std::span<float> feedback = {});
+CollectiveHandle all_reduce_async(const AxisGroup& group, std::span<float> buffer, ReduceOp op = ReduceOp::kSum,
+                                  Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32,
+                                  std::span<float> feedback = {});
 CollectiveHandle all_to_all_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                                   Algorithm algorithm = Algorithm::kAuto);
 CollectiveHandle ppermute_async(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,

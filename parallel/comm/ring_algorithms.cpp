@@ -77,13 +77,26 @@ std::vector<const Axis*> active_axes(const AxisGroup& group) {
 
 // all_gather on one axis: `out` holds `total` elements, n chunks; chunk r is this rank's
 // (copied from `own` first when given). Step s forwards the chunk received at step s-1.
+//
+// On an encoded wire this rank's chunk is first rounded in `out` to what the others will
+// decode (with error feedback from `feedback`, aligned with `out`, when given), part by
+// part as it travels, so that every rank ends with the same values; the chunks passed on
+// are forwarded exactly, since decoded values encode back to the same bytes.
 void append_all_gather(Schedule& s, const AxisGroup& group, const Axis& axis, const float* own, float* out,
-                       int64_t total, bool bidir) {
+                       int64_t total, bool bidir, float* feedback = nullptr) {
   const int n = axis.size;
   const size_t first = add_steps(s, axis, n - 1);
   const Range mine = chunk_range(total, n, axis.coord, Part::kWhole);
   if (own) s.steps[first].pre_copies.push_back({out + mine.begin, own, mine.count});
-  for (const Pass& p : passes_for(axis, bidir, take_collective_tag(group, axis))) {
+  const std::vector<Pass> passes = passes_for(axis, bidir, take_collective_tag(group, axis));
+  if (s.wire != DType::kF32) {
+    for (size_t i = 0; i < passes.size(); ++i) {
+      if (i > 0 && passes[i].part == passes[0].part) continue;  // a line sends the whole chunk both ways
+      const Range x = chunk_range(total, n, axis.coord, passes[i].part);
+      s.steps[first].roundings.push_back({out + x.begin, x.count, feedback ? feedback + x.begin : nullptr});
+    }
+  }
+  for (const Pass& p : passes) {
     const int to = axis.neighbour(p.dir), from = axis.neighbour(-p.dir);
     for (int step = 1; step < n; ++step) {
       Step& st = s.steps[first + step - 1];
@@ -103,9 +116,11 @@ void append_all_gather(Schedule& s, const AxisGroup& group, const Axis& axis, co
 // chunk r over the axis lands in `out_chunk`. A partial sum of chunk c travels towards
 // c, each rank adding its own contribution as the partial arrives, part by part (a
 // pipelined step, schedule.h); the line's two directions meet at c, where the first to
-// be reduced adds this rank's share and the second adds to that.
+// be reduced adds this rank's share and the second adds to that. With `feedback` (aligned
+// with `in`), each message this rank sends of chunk c carries error feedback in
+// feedback[c]: a rank sends each element of `in` but its own chunk at most once.
 void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis, const float* in,
-                           float* out_chunk, int64_t total, bool bidir) {
+                           float* out_chunk, int64_t total, bool bidir, float* feedback = nullptr) {
   const int n = axis.size;
   const size_t first = add_steps(s, axis, n - 1);
   for (size_t i = first; i < s.steps.size(); ++i) s.steps[i].segment = kReduceSegmentFloats;
@@ -122,7 +137,8 @@ void append_reduce_scatter(Schedule& s, const AxisGroup& group, const Axis& axis
       if (int c = walk(axis, p.dir, n - step); c >= 0 && to != MPI_PROC_NULL) {
         Range x = chunk_range(total, n, c, p.part);
         const bool forwarding = step > 1 && from != MPI_PROC_NULL;  // else this rank starts it
-        st.sends.push_back({to, forwarding ? partial[(step - 1) % 2] : in + x.begin, x.count, p.tag});
+        st.sends.push_back({to, forwarding ? partial[(step - 1) % 2] : in + x.begin, x.count, p.tag,
+                            feedback ? feedback + x.begin : nullptr});
       }
       if (int c = walk(axis, p.dir, n - step - 1); c >= 0 && from != MPI_PROC_NULL) {
         Range x = chunk_range(total, n, c, p.part);
@@ -212,8 +228,10 @@ int take_collective_tag(const AxisGroup& group, const Axis& axis) {
   return tag;
 }
 
-Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir) {
+Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                         DType wire) {
   Schedule s(group.context().scratch);
+  s.wire = wire;
   const std::vector<const Axis*> axes = active_axes(group);
   const float* src = in.data();
   int64_t gathered = static_cast<int64_t>(in.size());
@@ -226,35 +244,48 @@ Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std:
   return s;
 }
 
+int64_t feedback_floats(const AxisGroup& group, CollectiveOp op, int64_t elements) {
+  int64_t floats = 0;
+  for (const Axis* axis : active_axes(group)) {
+    floats += elements;
+    if (op == CollectiveOp::kReduceScatter) elements /= axis->size;
+  }
+  return floats;
+}
+
 Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
-                             bool bf16_wire) {
+                             DType wire, std::span<float> feedback) {
   Schedule s(group.context().scratch);
-  s.bf16_wire = bf16_wire;
+  s.wire = wire;
   const std::vector<const Axis*> axes = active_axes(group);
   const float* src = in.data();
+  float* stage_feedback = feedback.empty() ? nullptr : feedback.data();
   int64_t total = static_cast<int64_t>(in.size());
   for (size_t i = 0; i < axes.size(); ++i) {
     float* dst = i + 1 == axes.size() ? out.data() : s.scratch(total / axes[i]->size);
-    append_reduce_scatter(s, group, *axes[i], src, dst, total, bidir);
+    append_reduce_scatter(s, group, *axes[i], src, dst, total, bidir, stage_feedback);
     src = dst;
+    if (stage_feedback) stage_feedback += total;
     total /= axes[i]->size;
   }
   return s;
 }
 
-Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir, bool bf16_wire) {
+// Axis by axis: a reduce_scatter, then an all_gather of this rank's reduced chunk. On an
+// encoded wire the feedback of one axis's sends and of the rounding of its own chunk share
+// one region of `total` floats (a rank never sends its own chunk in the reduce_scatter).
+Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir, DType wire,
+                         std::span<float> feedback) {
   Schedule s(group.context().scratch);
   s.op = op;
-  s.bf16_wire = bf16_wire;
+  s.wire = wire;
   const int64_t total = static_cast<int64_t>(buffer.size());
+  float* axis_feedback = feedback.empty() ? nullptr : feedback.data();
   for (const Axis* axis : active_axes(group)) {
     const Range chunk = chunk_range(total, axis->size, axis->coord, Part::kWhole);
-    float* mine = buffer.data() + chunk.begin;
-    append_reduce_scatter(s, group, *axis, buffer.data(), mine, total, bidir);
-    const size_t gather = s.steps.size();
-    append_all_gather(s, group, *axis, nullptr, buffer.data(), total, bidir);
-    // The others receive this chunk as bf16: this rank keeps the same values.
-    if (bf16_wire && gather < s.steps.size()) s.steps[gather].roundings.push_back({mine, chunk.count});
+    append_reduce_scatter(s, group, *axis, buffer.data(), buffer.data() + chunk.begin, total, bidir, axis_feedback);
+    append_all_gather(s, group, *axis, nullptr, buffer.data(), total, bidir, axis_feedback);
+    if (axis_feedback) axis_feedback += total;
   }
   return s;
 }

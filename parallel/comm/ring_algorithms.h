@@ -39,14 +39,21 @@ int take_collective_tag(const AxisGroup& group, const Axis& axis);
 // Preconditions (checked by collectives.cpp): out.size() == in.size() * group.size() for
 // all_gather, in.size() == out.size() * group.size() for reduce_scatter, in and out the
 // same size and a multiple of group.size() for all_to_all; out does not overlap in.
-Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
-// `bf16_wire`: the messages travel as bf16 (Schedule::bf16_wire), sums are taken in fp32;
-// all_reduce rounds each reduced chunk to bf16 before gathering it, so that every rank
-// ends with the same values.
+//
+// `wire`: what the messages carry (Schedule::wire); sums are taken in fp32. On an encoded
+// wire all_gather and all_reduce round each rank's own chunk to its wire values before
+// sending it, so that every rank ends with the same values. `feedback`, when not empty,
+// holds feedback_floats(...) floats of error-feedback residuals (zero at first, then left
+// as the last call left them) for the messages this rank encodes.
+Schedule ring_all_gather(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                         DType wire = DType::kF32);
 Schedule ring_reduce_scatter(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
-                             bool bf16_wire = false);
+                             DType wire = DType::kF32, std::span<float> feedback = {});
 Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op, bool bidir,
-                         bool bf16_wire = false);
+                         DType wire = DType::kF32, std::span<float> feedback = {});
+// Residual floats a reduce_scatter or all_reduce of `elements` (the input's size) needs
+// for error feedback on `group`: one region per axis of size > 1.
+int64_t feedback_floats(const AxisGroup& group, CollectiveOp op, int64_t elements);
 Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
 Schedule ring_ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift, bool bidir);
 

@@ -5,25 +5,11 @@
 #include <utility>
 
 #include "framework/error.h"
-#include "framework/ops/bf16.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 
 namespace shardlab::parallel {
-
-namespace {
-
-// dst = op(a, widened b) elementwise, b bf16 bits.
-void reduce_widened(ReduceOp op, float* dst, const float* a, const uint16_t* b, int64_t count) {
-  const auto wide = [b](int64_t i) { return to_float(Bf16{b[i]}); };
-  if (op == ReduceOp::kSum) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = a[i] + wide(i);
-  } else {
-    for (int64_t i = 0; i < count; ++i) dst[i] = std::max(a[i], wide(i));
-  }
-}
-
-}  // namespace
 
 void reduce_into(ReduceOp op, float* dst, const float* a, const float* b, int64_t count) {
   if (op == ReduceOp::kSum) {
@@ -66,6 +52,17 @@ std::pair<int64_t, int64_t> part_range(int64_t count, int64_t segment, int64_t k
   return {begin, segment > 0 ? std::min(segment, count - begin) : count};
 }
 
+// What one part of a message is on the wire: floats as they are, or the bytes of an
+// encoded wire.
+struct WirePart {
+  int count;
+  MPI_Datatype type;
+};
+WirePart wire_part(DType wire, int64_t floats) {
+  if (wire == DType::kF32) return {mpi_count(floats), MPI_FLOAT};
+  return {mpi_count(wire_bytes(wire, floats)), MPI_BYTE};
+}
+
 void copy_all(const std::vector<Combine>& copies) {
   for (const Combine& c : copies) {
     if (c.count > 0 && c.dst != c.src) std::memcpy(c.dst, c.src, c.count * sizeof(float));
@@ -79,17 +76,24 @@ ScheduleRun::ScheduleRun(Schedule schedule, LinkEmulation& links)
 
 void ScheduleRun::post_step() {
   const Step& step = schedule_.steps[step_];
-  const bool bf16 = schedule_.bf16_wire;
-  for (const Rounding& r : step.roundings) round_bf16(r.data, r.data, r.count);
+  const DType wire = schedule_.wire;
+  const bool encoded = wire != DType::kF32;
+  SL_ASSERT(wire != DType::kInt8 || step.segment % kInt8Block == 0, "int8 message parts must start on block boundaries");
   copy_all(step.pre_copies);
+  for (const Rounding& r : step.roundings) round_to_wire(wire, r.data, r.count, r.residual);
   requests_.clear();
   landings_.clear();
-  if (bf16) {  // room for every message of the step at once
+  if (encoded) {  // room for every message of the step at once
     int64_t needed = 0;
-    for (const Send& m : step.sends) needed += m.count;
-    for (const Recv& m : step.recvs) needed += m.reduce_dst ? 0 : m.count;
+    for (const Send& m : step.sends) {
+      for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) needed += wire_bytes(wire, part_range(m.count, step.segment, k).second);
+    }
+    for (const Recv& m : step.recvs) {
+      if (m.reduce_dst) continue;
+      for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) needed += wire_bytes(wire, part_range(m.count, step.segment, k).second);
+    }
     if (staging_capacity_ < needed) {
-      staging_ = reinterpret_cast<Bf16*>(schedule_.scratch((needed + 1) / 2));
+      staging_ = reinterpret_cast<uint8_t*>(schedule_.scratch((needed + 3) / 4));
       staging_capacity_ = needed;
     }
     staging_used_ = 0;
@@ -109,13 +113,10 @@ void ScheduleRun::post_step() {
     }
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
-      if (bf16) {
-        const Landing& l = landings_.emplace_back(Landing{m.data + begin, stage(count), count});
-        SL_MPI(MPI_Irecv(const_cast<Bf16*>(l.bits), mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm,
-                         &requests_.emplace_back()));
-      } else {
-        SL_MPI(MPI_Irecv(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
-      }
+      const WirePart w = wire_part(wire, count);
+      void* into = m.data + begin;
+      if (encoded) into = const_cast<uint8_t*>(landings_.emplace_back(Landing{m.data + begin, stage(w.count), count}).bytes);
+      SL_MPI(MPI_Irecv(into, w.count, w.type, m.peer, m.tag, step.comm, &requests_.emplace_back()));
     }
   }
   // Reducing receives, part by part and recvs in order within a part: the fixed reduction
@@ -131,10 +132,11 @@ void ScheduleRun::post_step() {
     if (arrivals_.size() == before) break;
   }
   arrival_slots_ = std::min(static_cast<size_t>(kWindowParts * reducing), arrivals_.size());
-  if (window_capacity_ < arrival_slots_ || window_part_ < widest_part) {
-    window_part_ = std::max(window_part_, widest_part);
+  const int64_t part_bytes = wire_bytes(wire, widest_part);
+  if (window_capacity_ < arrival_slots_ || window_part_ < part_bytes) {
+    window_part_ = std::max(window_part_, part_bytes);
     window_capacity_ = std::max(window_capacity_, arrival_slots_);
-    window_ = schedule_.scratch(window_part_ * static_cast<int64_t>(window_capacity_));
+    window_ = reinterpret_cast<uint8_t*>(schedule_.scratch((window_part_ * static_cast<int64_t>(window_capacity_) + 3) / 4));
   }
   arrival_requests_.assign(arrival_slots_, MPI_REQUEST_NULL);
   for (size_t j = 0; j < arrival_slots_; ++j) post_arrival(j);
@@ -145,39 +147,36 @@ void ScheduleRun::post_step() {
     largest = std::max(largest, m.count);
     for (int64_t k = 0; k < part_count(m.count, step.segment); ++k) {
       const auto [begin, count] = part_range(m.count, step.segment, k);
-      if (bf16) {
-        Bf16* bits = stage(count);
-        to_bf16(m.data + begin, bits, count);
-        SL_MPI(MPI_Isend(bits, mpi_count(count), MPI_UINT16_T, m.peer, m.tag, step.comm, &requests_.emplace_back()));
-      } else {
-        SL_MPI(MPI_Isend(m.data + begin, mpi_count(count), MPI_FLOAT, m.peer, m.tag, step.comm, &requests_.emplace_back()));
+      const WirePart w = wire_part(wire, count);
+      const void* from = m.data + begin;
+      if (encoded) {
+        uint8_t* bytes = stage(w.count);
+        encode(wire, m.data + begin, count, bytes, m.residual ? m.residual + begin : nullptr);
+        from = bytes;
       }
+      SL_MPI(MPI_Isend(from, w.count, w.type, m.peer, m.tag, step.comm, &requests_.emplace_back()));
     }
   }
   // Each direction of a link is its own wire: the step lasts as long as its largest message.
-  const int64_t element_bytes = bf16 ? 2 : kBytesPerFloat;
-  step_seconds_ = largest > 0 && links_.mode() != LinkMode::kOff
-                      ? links_.hop_seconds(step.axis, largest * element_bytes)
-                      : 0.0;
+  step_seconds_ = largest > 0 && links_.mode() != LinkMode::kOff ? links_.hop_seconds(step.axis, wire_bytes(wire, largest))
+                                                                  : 0.0;
   const int axis[] = {step.axis};
   step_deadline_ = links_.reserve(axis, std::chrono::steady_clock::now(), step_seconds_);
   posted_ = true;
 }
 
-Bf16* ScheduleRun::stage(int64_t count) {
-  SL_ASSERT(staging_used_ + count <= staging_capacity_, "a bf16 step staged more than it sized");
-  Bf16* at = staging_ + staging_used_;
-  staging_used_ += count;
+uint8_t* ScheduleRun::stage(int64_t bytes) {
+  SL_ASSERT(staging_used_ + bytes <= staging_capacity_, "a step staged more than it sized");
+  uint8_t* at = staging_ + staging_used_;
+  staging_used_ += bytes;
   return at;
 }
 
 void ScheduleRun::post_arrival(size_t index) {
   const Arrival& a = arrivals_[index];
   const size_t slot = index % arrival_slots_;
-  // A bf16 wire's parts land as bits in the same window (they need half its room).
-  void* part = schedule_.bf16_wire ? static_cast<void*>(reinterpret_cast<uint16_t*>(window_) + slot * window_part_)
-                                   : static_cast<void*>(window_ + static_cast<int64_t>(slot) * window_part_);
-  SL_MPI(MPI_Irecv(part, mpi_count(a.count), schedule_.bf16_wire ? MPI_UINT16_T : MPI_FLOAT, a.peer, a.tag,
+  const WirePart w = wire_part(schedule_.wire, a.count);
+  SL_MPI(MPI_Irecv(window_ + static_cast<int64_t>(slot) * window_part_, w.count, w.type, a.peer, a.tag,
                    schedule_.steps[step_].comm, &arrival_requests_[slot]));
 }
 
@@ -194,10 +193,15 @@ bool ScheduleRun::reduce_arrivals(bool block) {
       SL_MPI(MPI_Test(&arrival_requests_[slot], &done, MPI_STATUS_IGNORE));
       if (!done) return false;
     }
-    if (schedule_.bf16_wire) {
-      reduce_widened(schedule_.op, a.dst, a.with, reinterpret_cast<uint16_t*>(window_) + slot * window_part_, a.count);
+    const uint8_t* part = window_ + static_cast<int64_t>(slot) * window_part_;
+    if (schedule_.wire == DType::kF32) {
+      reduce_into(schedule_.op, a.dst, a.with, reinterpret_cast<const float*>(part), a.count);
+    } else if (schedule_.op == ReduceOp::kSum) {
+      add_decoded(schedule_.wire, part, a.count, a.with, a.dst);
     } else {
-      reduce_into(schedule_.op, a.dst, a.with, window_ + static_cast<int64_t>(slot) * window_part_, a.count);
+      decoded_.resize(static_cast<size_t>(a.count));
+      decode(schedule_.wire, part, a.count, decoded_.data());
+      reduce_into(schedule_.op, a.dst, a.with, decoded_.data(), a.count);
     }
     if (next_arrival_ + arrival_slots_ < arrivals_.size()) post_arrival(next_arrival_ + arrival_slots_);
   }
@@ -205,7 +209,7 @@ bool ScheduleRun::reduce_arrivals(bool block) {
 }
 
 void ScheduleRun::finish_step() {
-  for (const Landing& l : landings_) to_float(l.bits, l.dst, l.count);
+  for (const Landing& l : landings_) decode(schedule_.wire, l.bytes, l.count, l.dst);
   copy_all(schedule_.steps[step_].post_copies);
   emulated_ += step_seconds_;
   posted_ = false;

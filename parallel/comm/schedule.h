@@ -23,18 +23,22 @@
 #include <deque>
 #include <vector>
 
-#include "framework/ops/bf16.h"
+#include "framework/precision.h"
 #include "parallel/comm/collective_types.h"
 #include "parallel/comm/link_emulation.h"
 
 namespace shardlab::parallel {
 
-// One message of a step; `peer` is a rank of the step's communicator.
+// One message of a step; `peer` is a rank of the step's communicator. On a compressed
+// wire, `residual` (count floats, optional) turns on error feedback for this message
+// (framework/ops/wire_format.h): data + residual is encoded, and residual keeps what the
+// encoding lost, to be sent with the next call's message from the same place.
 struct Send {
   int peer;
   const float* data;
   int64_t count;
   int tag;
+  float* residual = nullptr;
 };
 
 // A plain recv lands the message in `data`. A reducing recv (reduce_dst set, data null)
@@ -58,10 +62,13 @@ struct Combine {
   int64_t count;
 };
 
-// A span rounded to bf16 values in place (framework/ops/bf16.h).
+// A span rounded in place to the values its encoding on the schedule's wire decodes to
+// (framework/ops/wire_format.h), with error feedback when `residual` is set: what a rank
+// keeps of the chunk it then sends, so that it holds exactly what the others receive.
 struct Rounding {
   float* data;
   int64_t count;
+  float* residual = nullptr;
 };
 
 // Both ends of every message must use the same `segment`, so that parts match up.
@@ -69,8 +76,8 @@ struct Step {
   MPI_Comm comm = MPI_COMM_NULL;
   int axis = 0;  // mesh axis index, for the link model
   int64_t segment = 0;              // floats per MPI message; 0 = whole messages
-  std::vector<Rounding> roundings;  // before everything else (a bf16 wire's all_reduce: see Schedule)
   std::vector<Combine> pre_copies;  // dst = src, before the messages are posted
+  std::vector<Rounding> roundings;  // after the pre-copies, before the messages are posted
   std::vector<Send> sends;
   std::vector<Recv> recvs;
   std::vector<Combine> post_copies; // dst = src, after the arrivals' reductions
@@ -95,9 +102,11 @@ class Schedule {
   Schedule& operator=(Schedule&&) = delete;
 
   ReduceOp op = ReduceOp::kSum;
-  // Messages travel as bf16 (half the bytes): each is rounded when sent, and widened when
-  // it arrives, then reduced in fp32. Both ends of every message must agree.
-  bool bf16_wire = false;
+  // What messages carry (framework/ops/wire_format.h): fp32 as is; bf16 or int8 encoded
+  // when sent and decoded when they arrive, then reduced in fp32. Both ends of every
+  // message must agree, and an int8 message's parts must start on block boundaries
+  // (segment a multiple of kInt8Block).
+  DType wire = DType::kF32;
   std::vector<Step> steps;
 
   // A buffer of `count` floats held by the schedule until it is destroyed (then back to
@@ -141,27 +150,28 @@ class ScheduleRun {
   size_t step_ = 0;
   bool posted_ = false;
   std::vector<MPI_Request> requests_;  // sends and plain recvs of the current step
-  // A bf16 wire's messages of the current step travel from, and plain recvs land in, the
-  // staging area (bf16 bits in schedule scratch, grown like the window, reused step to
-  // step); landings are widened into their floats once the step's requests are done.
+  // An encoded wire's messages of the current step travel from, and plain recvs land in,
+  // the staging area (bytes in schedule scratch, grown like the window, reused step to
+  // step); landings are decoded into their floats once the step's requests are done.
   struct Landing {
     float* dst;
-    const Bf16* bits;
+    const uint8_t* bytes;
     int64_t count;
   };
-  Bf16* stage(int64_t count);  // the next `count` values of the staging area
+  uint8_t* stage(int64_t bytes);  // the next `bytes` of the staging area
   std::vector<Landing> landings_;
-  Bf16* staging_ = nullptr;
+  uint8_t* staging_ = nullptr;
   int64_t staging_capacity_ = 0, staging_used_ = 0;
   // Reducing recvs land part by part in window_: arrival i in slot i % arrival_slots_,
-  // each slot window_part_ floats.
+  // each slot window_part_ bytes (a part of the widest message, on the wire).
   std::vector<Arrival> arrivals_;  // in reduction order
   size_t next_arrival_ = 0;
   size_t arrival_slots_ = 0;
   std::vector<MPI_Request> arrival_requests_;  // one per slot
-  float* window_ = nullptr;
+  uint8_t* window_ = nullptr;
   int64_t window_part_ = 0;
   size_t window_capacity_ = 0;  // parts window_ can hold
+  std::vector<float> decoded_;  // an encoded part widened, for a max reduction
   double step_seconds_ = 0;  // emulated time of the current step
   std::chrono::steady_clock::time_point step_deadline_;  // when its emulated links finish it
   double emulated_ = 0;

@@ -5,6 +5,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/data_parallel/gradient_buckets.h"
@@ -131,7 +132,7 @@ StepPlan plan_distributed_step(nn::Transformer& model, const Mesh& mesh, const D
   const std::vector<BucketLayout> buckets = gradient_buckets(groups, c.bucket_mb, 1);
   for (size_t i = 0; i < buckets.size(); ++i) {
     add_planned(plan, mesh, {groups[buckets[i].group].group->name(), CollectiveOp::kAllReduce,
-                             buckets[i].layout.padded() * dtype_bytes(c.reduce_dtype), "grads bucket " + std::to_string(i),
+                             wire_bytes(c.reduce_dtype, buckets[i].layout.padded()), "grads bucket " + std::to_string(i),
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
   }
   return plan;

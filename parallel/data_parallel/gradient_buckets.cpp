@@ -44,7 +44,7 @@ std::vector<BucketLayout> gradient_buckets(const std::vector<GradientGroup>& gro
 
 GradientBuckets::GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction,
                                  bool overlap, MemoryCategory kept, DType wire)
-    : groups_(std::move(groups)), reduction_(reduction), overlap_(overlap), kept_(kept), wire_(wire) {
+    : groups_(std::move(groups)), reduction_(reduction), overlap_(overlap), kept_(kept), wire_(wire), feedback_(wire) {
   for (const GradientGroup& g : groups_) {
     SL_ASSERT(reduction == kAllReduce || shards == g.group->size(), "a reduce-scatter's buckets split over its group");
   }
@@ -77,12 +77,15 @@ void GradientBuckets::launch(Bucket& b) {
   b.layout.pack_grads(b.flat.span());
   // The packed copy is what travels; the per-parameter gradients are not needed past here.
   for (const FlatEntry& e : b.layout.entries()) Tensor(e.param).zero_grad();
+  const AxisGroup& group = *groups_[b.group].group;
   if (reduction_ == kReduceScatter) {
     MemoryScope scope(kept_);
     b.slice = Tensor::empty({b.layout.shard_size()});
-    b.handle = reduce_scatter_async(*groups_[b.group].group, b.flat.span(), b.slice.span(), Algorithm::kAuto, wire_);
+    b.handle = reduce_scatter_async(group, b.flat.span(), b.slice.span(), Algorithm::kAuto, wire_,
+                                    feedback_.residual(&b, 0, group, CollectiveOp::kReduceScatter, b.layout.padded()));
   } else {
-    b.handle = all_reduce_async(*groups_[b.group].group, b.flat.span(), ReduceOp::kSum, Algorithm::kAuto, wire_);
+    b.handle = all_reduce_async(group, b.flat.span(), ReduceOp::kSum, Algorithm::kAuto, wire_,
+                                feedback_.residual(&b, 0, group, CollectiveOp::kAllReduce, b.layout.padded()));
   }
   ++in_flight_;
 }

@@ -30,6 +30,7 @@
 #include "framework/nn/module.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/step_plan.h"
+#include "parallel/data_parallel/error_feedback.h"
 #include "parallel/data_parallel/flat_layout.h"
 
 namespace shardlab::parallel {
@@ -69,7 +70,8 @@ class GradientBuckets {
   // Buckets are padded to a multiple of `shards` (for kReduceScatter, every group's size;
   // for ZeRO-1, the shard group the optimizer state follows). `kept` is what the reduced
   // gradients count as in the memory tracker; `wire` what the reductions carry
-  // (collectives.h: bf16 halves the bytes, sums stay fp32).
+  // (collectives.h: bf16 halves the bytes, int8 quarters them with error feedback, sums
+  // stay fp32).
   GradientBuckets(std::vector<GradientGroup> groups, double bucket_mb, int shards, Reduction reduction, bool overlap,
                   MemoryCategory kept, DType wire = DType::kF32);
 
@@ -94,6 +96,7 @@ class GradientBuckets {
   bool overlap_;
   MemoryCategory kept_;
   DType wire_;
+  ErrorFeedback feedback_;
   bool sync_ = true;
   int in_flight_ = 0;
   std::vector<std::unique_ptr<Bucket>> buckets_;

@@ -6,6 +6,7 @@
 
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/data_parallel/gradient_buckets.h"
 #include "parallel/data_parallel/sharded_io.h"
@@ -55,6 +56,7 @@ class ZeroDataParallel : public GradientSync {
   int stage_;
   DType param_dtype_;  // what the parameter all_gather after the update carries
   DType reduce_dtype_;  // what the gradient reductions carry
+  ErrorFeedback replica_feedback_;  // of the all_reduce over a hybrid shard's copies (stage 2)
   GradientBuckets buckets_;
   ParamIO io_;
 };
@@ -63,6 +65,7 @@ ZeroDataParallel::ZeroDataParallel(nn::Transformer& model, const Mesh& mesh, con
                                    const ModelSplit& split)
     : axes_(DataAxes::of(mesh)), experts_(split.expert_parameters), stage_(c.zero), param_dtype_(c.param_dtype),
       reduce_dtype_(c.reduce_dtype),
+      replica_feedback_(c.reduce_dtype),
       // Stage 1 all-reduces over every data rank, but pads to the shard group, whose slices
       // the optimizer state follows.
       buckets_(zero_groups(model.parameters(), c.zero, split.expert_parameters, axes_), c.bucket_mb, axes_.shard->size(),
@@ -87,7 +90,11 @@ void ZeroDataParallel::finish_gradients() {
     int64_t lo = 0, hi = 0;
     std::span<float> g = gradients(*bucket, lo, hi);
     const AxisGroup* replica = replica_of(bucket->layout, experts_, axes_);
-    if (stage_ == 2 && replica) blocking([&] { all_reduce(*replica, g, ReduceOp::kSum, Algorithm::kAuto, reduce_dtype_); });
+    if (stage_ == 2 && replica) {
+      const std::span<float> residual = replica_feedback_.residual(bucket.get(), 0, *replica, CollectiveOp::kAllReduce,
+                                                                   static_cast<int64_t>(g.size()));
+      blocking([&] { all_reduce(*replica, g, ReduceOp::kSum, Algorithm::kAuto, reduce_dtype_, residual); });
+    }
     for (float& x : g) x *= mean;
   }
 }
@@ -206,7 +213,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   StepPlan plan;
   const auto reduce = [&](size_t i) {
     const std::string what = "grads bucket " + std::to_string(i);
-    const int64_t bytes = buckets[i].layout.padded() * dtype_bytes(c.reduce_dtype);
+    const int64_t bytes = wire_bytes(c.reduce_dtype, buckets[i].layout.padded());
     const std::string& group = groups[buckets[i].group].group->name();
     add_planned(plan, mesh, {group, stage2 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, what,
                              i + 1 < buckets.size() ? Hides::kBackward : Hides::kNothing});
@@ -214,7 +221,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   const auto replica = [&](size_t i) {
     const AxisGroup* copies = replica_of(buckets[i].layout, split.expert_parameters, axes);
     if (stage2 && copies) {
-      add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, buckets[i].layout.shard_size() * dtype_bytes(c.reduce_dtype),
+      add_planned(plan, mesh, {copies->name(), CollectiveOp::kAllReduce, wire_bytes(c.reduce_dtype, buckets[i].layout.shard_size()),
                                "grads bucket " + std::to_string(i) + ", this shard"});
     }
   };
@@ -223,7 +230,7 @@ StepPlan plan_zero_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});
   for (size_t i = 0; i < buckets.size(); ++i) {
     add_planned(plan, mesh, {axes.shard->name(), CollectiveOp::kAllGather,
-                             buckets[i].layout.padded() * dtype_bytes(c.param_dtype), "params bucket " + std::to_string(i)});
+                             wire_bytes(c.param_dtype, buckets[i].layout.padded()), "params bucket " + std::to_string(i)});
   }
   return plan;
 }

@@ -9,8 +9,10 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
+#include "parallel/data_parallel/error_feedback.h"
 #include "parallel/data_parallel/sharded_io.h"
 
 namespace shardlab::parallel {
@@ -69,6 +71,7 @@ class FullyShardedDataParallel : public GradientSync {
   bool overlap_;  // prefetch gathers and reduce during backward (else each when needed, at the end)
   DType param_dtype_;   // what the parameter gathers carry
   DType reduce_dtype_;  // what the gradient reductions carry
+  ErrorFeedback feedback_;  // under an int8 wire: a unit's reduce_scatter (part 0), its copies' all_reduces
   ParamIO io_;
 };
 
@@ -117,6 +120,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Transformer& model, const
       overlap_(config.overlap),
       param_dtype_(config.param_dtype),
       reduce_dtype_(config.reduce_dtype),
+      feedback_(config.reduce_dtype),
       io_(split.shards) {
   const int rank = axes_.shard->rank();
   for (FlatLayout& layout : fsdp_units(model, axes_.shard->size(), split.expert_parameters)) {
@@ -171,8 +175,11 @@ void FullyShardedDataParallel::start_gather(Unit& u) {
                                    std::span<Bf16>(u.wire.data(), u.wire.numel()));
     return;
   }
+  // fp32, or int8 (--gather-dtype int8, ZeRO++'s quantised weights): every rank, this one
+  // included, then computes with the values the int8 blocks carry; the shard stays fp32.
   u.full = std::make_shared<Storage>(u.layout.padded());
-  u.gathering = all_gather_async(*axes_.shard, u.shard.span(), {u.full->data(), static_cast<size_t>(u.layout.padded())});
+  u.gathering = all_gather_async(*axes_.shard, u.shard.span(), {u.full->data(), static_cast<size_t>(u.layout.padded())},
+                                 Algorithm::kAuto, param_dtype_);
 }
 
 void FullyShardedDataParallel::ensure_gathered(Unit& u) {
@@ -238,7 +245,9 @@ void FullyShardedDataParallel::launch_reduce(Unit& u) {
     MemoryScope scope(MemoryCategory::Gradients);
     u.grad_slice = Tensor::empty({u.layout.shard_size()});
   }
-  u.reducing = reduce_scatter_async(*axes_.shard, u.grad_flat.span(), u.grad_slice.span(), Algorithm::kAuto, reduce_dtype_);
+  u.reducing = reduce_scatter_async(
+      *axes_.shard, u.grad_flat.span(), u.grad_slice.span(), Algorithm::kAuto, reduce_dtype_,
+      feedback_.residual(&u, 0, *axes_.shard, CollectiveOp::kReduceScatter, u.layout.padded()));
   u.launched = true;
 }
 
@@ -258,9 +267,11 @@ void FullyShardedDataParallel::finish_gradients() {
     // parallelism, the expert axis.
     for_each_replicated_part(u.layout, u.experts_from, axes_.shard->rank(), axes_,
                              [&](const AxisGroup& copies, int64_t offset, int64_t count) {
+                               const std::span<float> residual =
+                                   feedback_.residual(&u, 1 + offset, copies, CollectiveOp::kAllReduce, count);
                                blocking([&] {
                                  all_reduce(copies, u.grad_slice.span().subspan(offset, count), ReduceOp::kSum,
-                                            Algorithm::kAuto, reduce_dtype_);
+                                            Algorithm::kAuto, reduce_dtype_, residual);
                                });
                              });
     for (float& g : u.grad_slice.span()) g *= mean;
@@ -342,11 +353,11 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
   // the step's first gathers (root, block 0 forward, the last block again for backward)
   // and its last reductions (block 0, root) have nothing left to overlap.
   const auto gather = [&](size_t i, const char* when, Hides hides) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, units[i].padded() * dtype_bytes(config.param_dtype),
+    add_planned(plan, mesh, {shard, CollectiveOp::kAllGather, wire_bytes(config.param_dtype, units[i].padded()),
                              i == 0 ? std::string("params root") : "params block " + std::to_string(i - 1) + when, hides});
   };
   const auto reduce = [&](size_t i) {
-    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, units[i].padded() * dtype_bytes(config.reduce_dtype),
+    add_planned(plan, mesh, {shard, CollectiveOp::kReduceScatter, wire_bytes(config.reduce_dtype, units[i].padded()),
                              i == 0 ? std::string("grads root") : "grads block " + std::to_string(i - 1),
                              i > 1 ? Hides::kBackward : Hides::kNothing});
   };
@@ -372,7 +383,7 @@ StepPlan plan_fsdp_step(nn::Transformer& model, const Mesh& mesh, const DataPara
     for_each_replicated_part(units[i], experts_from(units[i], split.expert_parameters), axes.shard->rank(), axes,
                              [&](const AxisGroup& copies, int64_t, int64_t count) {
                                add_planned(plan, mesh, {copies.name(), CollectiveOp::kAllReduce,
-                                                        count * dtype_bytes(config.reduce_dtype), what});
+                                                        wire_bytes(config.reduce_dtype, count), what});
                              });
   }
   add_planned(plan, mesh, {shard, CollectiveOp::kAllReduce, kBytesPerFloat, "gradient norm"});

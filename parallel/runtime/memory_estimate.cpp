@@ -42,6 +42,12 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   m.optimizer = 2 * sizeof(float) * share.optimizer;
   m.buffers = sizeof(float) * share.gathered;
   m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
+  if (parse_wire_dtype(run.reduce_dtype, "--reduce-dtype") == DType::kInt8) {
+    // A residual per reduction (parallel/data_parallel/error_feedback.h): the whole local
+    // gradient once per data axis it is reduced over (an upper bound for reduce_scatters).
+    const int axes = (layout.data > 1) + (layout.fsdp > 1) + (layout.context > 1);
+    m.feedback = sizeof(float) * local * axes;
+  }
   const double layers = static_cast<double>(run.model.n_layers) / layout.pipe;
   const int microbatches = std::max(1, run.grad_accum);
   m.activation_parts = cost::shardlab_activation_bytes(

@@ -13,9 +13,10 @@ struct MemoryEstimate {
   cost::ActivationBytes activation_parts;       // cost/model/autograd_activations.h
   double activations = 0;                       // their peak: activation_parts.peak()
   double buffers = 0;                           // ZeRO-3's gathered parameters
+  double feedback = 0;                          // int8 gradient wire: error-feedback residuals
   bool grads_held = false;  // gradients of earlier microbatches are alive as backward starts
   // The peak of live bytes (cost::shardlab_peak_bytes).
-  double total() const { return cost::shardlab_peak_bytes(params + optimizer + buffers, grads, grads_held, activation_parts); }
+  double total() const { return cost::shardlab_peak_bytes(params + optimizer + buffers + feedback, grads, grads_held, activation_parts); }
 };
 
 // Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,

@@ -43,7 +43,16 @@ void RunConfig::validate() const {
     throw UserError("--warmup " + std::to_string(warmup) + " must be 0 or more (or -1 for a tenth of --steps)");
   }
   const DType compute = parse_dtype(precision, "--precision");
-  parse_dtype(reduce_dtype, "--reduce-dtype");  // names the choices
+  parse_wire_dtype(reduce_dtype, "--reduce-dtype");  // names the choices
+  if (gather_dtype != "auto") {
+    const DType gather = parse_wire_dtype(gather_dtype, "--gather-dtype");
+    if (zero < 3 && gather != compute) {
+      throw UserError("--gather-dtype " + gather_dtype + " applies to ZeRO-3 (--zero 3, or an fsdp axis), whose "
+                      "gathered weights are a compute copy rebuilt every step; under --zero " + std::to_string(zero) +
+                      " the gathered slices are every rank's own weights between steps, so they travel in the compute "
+                      "dtype (" + precision + "). Use --zero 3, or leave --gather-dtype at auto");
+    }
+  }
   parallel::parse_context_comm(cp_comm);
   check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
@@ -101,7 +110,8 @@ parallel::DataParallelConfig RunConfig::data_parallel() const {
 parallel::ParallelConfig RunConfig::parallel() const {
   PrecisionPolicy policy;
   policy.compute = parse_dtype(precision, "--precision");
-  policy.reduce = parse_dtype(reduce_dtype, "--reduce-dtype");
+  policy.reduce = parse_wire_dtype(reduce_dtype, "--reduce-dtype");
+  policy.gather = gather_dtype == "auto" ? policy.compute : parse_wire_dtype(gather_dtype, "--gather-dtype");
   return {.data = data_parallel(),
           .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},
           .pipeline = {.schedule = parallel::parse_schedule_kind(pp_schedule),
