@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/gpu_conditions.h"
 
 namespace shardlab::plan {
@@ -27,9 +26,7 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
                      human(g.alpha_node, "") + " past it (node egress " +
                      human(hw.node_size * hw.dcn.bandwidth, "B/s") + ")\n";
   if (g.batch > 1) {
-    // The book's bar is for bf16 wires; others scale it (axis_conditions.h, wire_critical_factor).
-    const double factor = wire_critical_factor(c.precision.wire, e.layout.fsdp * e.layout.context > 1);
-    const std::string wires = factor == 1 ? std::string() : " x " + human(factor, "") + " (wires)";
+    const std::string wires = wire_scaling(c.precision.wire, e.layout.fsdp * e.layout.context > 1);
     text += "    DP/FSDP X=" + n(g.batch) +
             (g.batch_inner > 1 ? " around " + n(g.batch_inner) + "-way model parallelism" : std::string()) +
             " over " + n(g.batch_nodes) + " node(s): W_collective " + human(g.batch_bandwidth, "B/s") + " on " + g.batch_path +

@@ -118,18 +118,13 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
   std::string text = "  book conditions (training.md), all axes at once: " + human(k.tokens_per_chip, "") +
                      " tokens per chip in " + (k.dcn_ways > 1 ? "each pod's " : "") +
                      std::to_string(k.chips_per_domain) + " chips, alpha = C/W_ici = " + human(k.alpha, "") + "\n";
-  // The book's alpha is for bf16 wires; other wires scale it (axis_conditions.h, wire_critical_factor).
-  auto scaled = [&](bool sharded) {
-    const double factor = wire_critical_factor(c.precision.wire, sharded);
-    return factor == 1 ? std::string() : " x " + human(factor, "") + " (wires)";
-  };
   if (k.data > 1)
     text += "    DP data=" + std::to_string(k.data) + " over M_D=" + std::to_string(k.data_axes) + " axes: " +
-            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D" + scaled(false) + " = " +
+            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D" + wire_scaling(c.precision.wire, false) + " = " +
             human(k.dp_critical, "") + ": " + verdict(k.tokens_per_data_replica > k.dp_critical) + "\n";
   if (k.fsdp > 1)
     text += "    FSDP X=" + std::to_string(k.fsdp) + " over M_X=" + std::to_string(k.fsdp_axes) + " axes: " +
-            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X" + scaled(true) + " = " +
+            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X" + wire_scaling(c.precision.wire, true) + " = " +
             human(k.fsdp_critical, "") + ": " + verdict(k.tokens_per_fsdp_member > k.fsdp_critical) + "\n";
   if (k.tensor > 1)
     text += "    TP Y=" + std::to_string(k.tensor) + " over M_Y=" + std::to_string(k.tensor_axes) +
