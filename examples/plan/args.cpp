@@ -8,6 +8,7 @@
 
 #include "framework/error.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/axis_conditions.h"
 
 namespace shardlab::plan {
 
@@ -242,6 +243,14 @@ std::string pods_line(const cost::HardwareProfile& hw, int pods, double batch_to
          (batch_tokens > 0 ? human(batch_tokens / pods, "") + " tokens per pod; " : std::string()) +
          "pure DP across pods hides under the backward pass above C/W_dcn = " +
          human(cost::dcn_critical_batch_per_pod(hw, compute), "") + " per pod";
+}
+
+std::string wire_scaling(const cost::WireDtypes& wire, bool sharded) {
+  const double factor = cost::wire_critical_factor(wire, sharded);
+  if (factor == 1) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, " x %.3g (wires)", factor);
+  return text;
 }
 
 }  // namespace shardlab::plan

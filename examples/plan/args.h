@@ -69,5 +69,9 @@ int chips_or_pods(const cxxopts::ParseResult& a, const cost::HardwareProfile& hw
 // chip): 1.05 M tokens per pod; pure DP across pods hides under the backward pass above
 // C/W_dcn = 73.4 k per pod" (batch_tokens 0: without the tokens per pod).
 std::string pods_line(const cost::HardwareProfile& hw, int pods, double batch_tokens, cost::DType compute);
+// What the book's DP (sharded: FSDP) bar is multiplied by for these wires, as the
+// conditions print it after the bar's name: "" for bf16 wires, " x 2 (wires)" for fp32,
+// " x 0.502 (wires)" for int8 (wire_critical_factor, parallel/cost/training/axis_conditions.h).
+std::string wire_scaling(const cost::WireDtypes& wire, bool sharded);
 
 }  // namespace shardlab::plan

@@ -34,6 +34,10 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   // The cost model's state shards over fsdp x context as ZeRO-3.
   cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 ? " --zero 3" : "");
   if (l.context > 1) cmd += std::string(" --cp-comm ") + parallel::context_comm_name(c.context_comm);
+  // train_gpt's wires are fp32 unless told (as the planner's with fp32 training).
+  if (c.precision.wire.reduce != cost::DType::kFp32) cmd += " --reduce-dtype " + cost::to_string(c.precision.wire.reduce);
+  if (l.fsdp * l.context > 1 && c.precision.wire.gather != cost::DType::kFp32)
+    cmd += " --gather-dtype " + cost::to_string(c.precision.wire.gather);
   cmd += flag("batch", static_cast<int64_t>(sequences)) + flag("grad-accum", l.microbatches);
   cmd += std::string(" --remat ") + nn::remat_name(c.remat);
   if (!extra.empty()) cmd += " " + extra;

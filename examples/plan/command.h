@@ -15,8 +15,9 @@ namespace shardlab::plan {
 // The train_gpt flags for `model` (dimensions, not a preset name, so any planner model
 // maps), the mesh in train_gpt's axis order, ZeRO-3 where the layout has an fsdp or
 // context axis (the cost model shards the state over both) with the context attention,
-// the batch in sequences of the model's context, the microbatches as --grad-accum and the
-// remat policy; `extra` is appended as given. UserError when the batch is not a whole
+// the wire dtypes other than fp32 (--reduce-dtype; --gather-dtype where the layout
+// gathers), the batch in sequences of the model's context, the microbatches as
+// --grad-accum and the remat policy; `extra` is appended as given. UserError when the batch is not a whole
 // number of sequences.
 std::string train_command(const cost::TrainConfig& config, const cost::Layout& layout, const std::string& extra);
 

@@ -26,11 +26,12 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
                      human(g.alpha_node, "") + " past it (node egress " +
                      human(hw.node_size * hw.dcn.bandwidth, "B/s") + ")\n";
   if (g.batch > 1) {
+    const std::string wires = wire_scaling(c.precision.wire, e.layout.fsdp * e.layout.context > 1);
     text += "    DP/FSDP X=" + n(g.batch) +
             (g.batch_inner > 1 ? " around " + n(g.batch_inner) + "-way model parallelism" : std::string()) +
             " over " + n(g.batch_nodes) + " node(s): W_collective " + human(g.batch_bandwidth, "B/s") + " on " + g.batch_path +
             ", " + human(g.tokens_per_gather, "") + " tokens per GPU" +
-            (g.tokens_per_gather < g.tokens_per_gpu ? " and gather" : "") + " > C/W_collective = " +
+            (g.tokens_per_gather < g.tokens_per_gpu ? " and gather" : "") + " > C/W_collective" + wires + " = " +
             human(g.batch_critical, "") + ": " + verdict(g.tokens_per_gather > g.batch_critical) +
             (hw.sharp && !g.batch_sharp ? " (SHARP left out: " +
                                            std::string(e.layout.fsdp * e.layout.context > 1

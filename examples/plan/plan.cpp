@@ -388,6 +388,12 @@ int main(int argc, char** argv) {
           (command == "infer" ? "batch-seqs" : "batch-tokens", "the same, in its unit's name", cxxopts::value<std::string>())
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
           ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
+          ("reduce-dtype", "train: what gradient all_reduce/reduce_scatter over data, fsdp, context carry: fp32, bf16 "
+                           "or int8 (block-scaled, sums in fp32; default: the precision's, fp32 for --cluster local)",
+           cxxopts::value<std::string>())
+          ("gather-dtype", "train: what the FSDP parameter all_gathers carry: fp32, bf16 or int8 (default as "
+                           "--reduce-dtype)",
+           cxxopts::value<std::string>())
           ("top", "layouts to show", cxxopts::value<int>()->default_value("10"))
           ("layout", "train: estimate one layout, e.g. data=2,fsdp=4,tensor=2 (axes data, fsdp, context, pipe, expert, "
                      "tensor; context shards each sequence's tokens, for fewer sequences than chips), with the book's "

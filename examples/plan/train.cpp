@@ -52,6 +52,28 @@ Json estimate_json(const StepEstimate& e) {
               {"comms", comms}};
 }
 
+Json wire_json(const WireDtypes& w) {
+  return Json{{"reduce_dtype", to_string(w.reduce)}, {"gather_dtype", to_string(w.gather)}};
+}
+
+// A communication-bound layout priced with narrower wires (planner.h's wire_advice), or null.
+Json advice_json(const std::optional<WireAdvice>& advice) {
+  if (!advice) return nullptr;
+  Json j = wire_json(advice->wire);
+  j.update(Json{{"flags", advice->flags},
+                {"step_seconds", advice->estimate.step_seconds},
+                {"comm_seconds", advice->estimate.comm_seconds},
+                {"compute_bound", advice->estimate.compute_bound},
+                {"reason", advice->reason}});
+  return j;
+}
+
+// "  wires: gradient reductions fp32, parameter gathers fp32 (--reduce-dtype, --gather-dtype)"
+std::string wires_line(const WireDtypes& w) {
+  return "wires: gradient reductions " + to_string(w.reduce) + ", parameter gathers " + to_string(w.gather) +
+         " (--reduce-dtype, --gather-dtype)\n";
+}
+
 // The book's conditions of one layout over all its axes at once: the TPU chapters' (ICI tori
 // and DCN, parallel/cost/training/tpu_conditions.h), or on a switched GPU network the GPU chapter's
 // (parallel/cost/training/gpu_conditions.h, examples/plan/gpu_conditions.h).
@@ -98,11 +120,11 @@ std::string conditions_text(const TrainConfig& c, const StepEstimate& e, const H
                      std::to_string(k.chips_per_domain) + " chips, alpha = C/W_ici = " + human(k.alpha, "") + "\n";
   if (k.data > 1)
     text += "    DP data=" + std::to_string(k.data) + " over M_D=" + std::to_string(k.data_axes) + " axes: " +
-            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D = " + human(k.dp_critical, "") +
-            ": " + verdict(k.tokens_per_data_replica > k.dp_critical) + "\n";
+            human(k.tokens_per_data_replica, "") + " tokens per replica > alpha/M_D" + wire_scaling(c.precision.wire, false) + " = " +
+            human(k.dp_critical, "") + ": " + verdict(k.tokens_per_data_replica > k.dp_critical) + "\n";
   if (k.fsdp > 1)
     text += "    FSDP X=" + std::to_string(k.fsdp) + " over M_X=" + std::to_string(k.fsdp_axes) + " axes: " +
-            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X = " +
+            human(k.tokens_per_fsdp_member, "") + " tokens per member and gather > alpha/M_X" + wire_scaling(c.precision.wire, true) + " = " +
             human(k.fsdp_critical, "") + ": " + verdict(k.tokens_per_fsdp_member > k.fsdp_critical) + "\n";
   if (k.tensor > 1)
     text += "    TP Y=" + std::to_string(k.tensor) + " over M_Y=" + std::to_string(k.tensor_axes) +
@@ -205,6 +227,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
+  // The wires default to the precision's (fp32 on --cluster local), as train_gpt's do.
+  if (a.count("reduce-dtype")) c.precision.wire.reduce = parse_wire_dtype(a["reduce-dtype"].as<std::string>(), "--reduce-dtype");
+  if (a.count("gather-dtype")) c.precision.wire.gather = parse_wire_dtype(a["gather-dtype"].as<std::string>(), "--gather-dtype");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
   c.context_comm = parallel::parse_context_comm(a["cp-comm"].as<std::string>());
@@ -228,8 +253,13 @@ int cmd_train(const cxxopts::ParseResult& a) {
               (comm.stalls ? ", " + human(comm.seconds - comm.hidden, "s") + " of it exposed (not under the block attention)"
                            : std::string()) +
               "\n";
+    text += "  " + wires_line(c.precision.wire);
+    const std::optional<WireAdvice> advice = wire_advice(c, e, hw);
+    if (advice) text += "  communication-bound on " + e.bottleneck + ": " + advice->reason + "\n";
     text += conditions_text(c, e, hw);
     Json json = estimate_json(e);
+    json["wire"] = wire_json(c.precision.wire);
+    json["compression"] = advice_json(advice);
     json["book_conditions"] = conditions_json(c, e, hw);
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
@@ -249,10 +279,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const int64_t ff = c.model.d_ff;
   const double per_chip = c.batch_tokens / chips;
   Json conditions = Json{{"tokens_per_chip", per_chip},
-                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute)},
+                         {"dp_critical_batch", dp_critical_batch(hw, 1, false, c.precision.compute, c.precision.wire.reduce)},
                          {"tp_max_degree", tp_max_degree(ff, hw, 1, c.precision.compute)},
                          {"fsdp_tp_critical_batch", fsdp_tp_critical_batch(ff, hw, 1, 1, c.precision.compute)}};
-  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute);
+  const double dense_critical = dp_critical_batch(hw, 1, false, c.precision.compute, c.precision.wire.reduce);
   if (c.model.experts > 0) {
     conditions.update(Json{{"moe_critical_batch", moe_critical_batch(dense_critical, c.model.experts, c.model.top_k)}});
   }
@@ -273,7 +303,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   std::string text = (derived.empty() ? c.model.describe() + "\n" : derived) + human(c.batch_tokens, "tokens") + " per step on " +
                      std::to_string(chips) + " x " + hw.name + ": " + human(per_chip, "") +
                      " tokens per chip; DP/FSDP compute-bound above " +
-                     human(dp_critical_batch(hw, 1, false, c.precision.compute), "") + " per chip and axis, TP below " +
+                     human(dp_critical_batch(hw, 1, false, c.precision.compute, c.precision.wire.reduce), "") + " per chip and axis, TP below " +
                      human(tp_max_degree(ff, hw, 1, c.precision.compute), "") + "-way per axis; FSDP+TP X_opt " +
                      human(split.x_opt, "") + (pods > 1 ? " per pod" : "") +
                      (c.model.experts > 0
@@ -290,6 +320,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     Json entry = estimate_json(e.estimate);
     entry.update(Json{{"rank", i + 1},
                       {"verdict", e.verdict},
+                      {"compression", advice_json(e.compression)},
                       {"book_conditions", conditions_json(c, e.estimate, hw)}});
     ranked.push_back(entry);
     char line[512];
@@ -303,6 +334,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     skipped[why] = count;
     text += "  skipped " + std::to_string(count) + ": " + why + "\n";
   }
+  text += wires_line(c.precision.wire);
   // The best layout's conditions over all its axes, and a whole run at its step time.
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
@@ -314,7 +346,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     }
   }
   Json json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
-            {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
+            {"wire", wire_json(c.precision.wire)}, {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
             {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json}};
   // --command / --run: the best layout that fits, as a train_gpt command line.
   if (a.count("command") || a.count("run")) {

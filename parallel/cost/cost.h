@@ -12,6 +12,7 @@
 //   3  sharded matmuls      sharding/sharded_array.h  A[I_X, J_Y] on a named mesh
 //                           sharding/matmul_cases.h   the four cases and the collective each needs
 //                           network/collective.h      all_gather ... all_to_all on tori
+//                           network/wire_format.h     bytes on the wire: fp32, bf16, block-scaled int8
 //   4  Transformer math     model/transformer.h       shapes, parameters, FLOPs, KV cache, memory
 //                           model/layer_matmuls.h     each matmul of a layer on its own
 //                           model/autograd_activations.h  what shardlab's own autograd keeps
@@ -46,6 +47,7 @@
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/network/fat_tree.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/network/wire_format.h"
 #include "parallel/cost/roofline/ops.h"
 #include "parallel/cost/roofline/roofline.h"
 #include "parallel/cost/sharding/matmul_cases.h"

@@ -226,7 +226,7 @@ double activation_bytes(double tokens, int64_t layers, double width, DType dtype
 }
 
 TrainingPrecision fp32_training() {
-  return {DType::kFp32, DType::kFp32, 8, DType::kFp32, DType::kFp32};
+  return {DType::kFp32, DType::kFp32, 8, DType::kFp32, DType::kFp32, {DType::kFp32, DType::kFp32}};
 }
 
 TrainingMemory training_memory(const TransformerShape& s, double tokens, nn::Remat remat,

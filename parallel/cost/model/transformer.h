@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "framework/nn/config.h"
+#include "parallel/cost/network/wire_format.h"
 #include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::cost {
@@ -118,8 +119,11 @@ struct TrainingPrecision {
   double optimizer_bytes = 8;  // Adam: fp32 first and second moments (add 4 for fp32 master)
   DType activations = DType::kBf16;
   DType compute = DType::kBf16;  // the matmul units used
+  // What the gradient reductions and parameter gathers carry (network/wire_format.h); the
+  // stored params and grads above stay as they are.
+  WireDtypes wire;
 };
-// fp32 everywhere (shardlab on CPU): 4-byte params/grads/activations, Adam 8.
+// fp32 everywhere (shardlab on CPU): 4-byte params/grads/activations and wires, Adam 8.
 TrainingPrecision fp32_training();
 
 struct TrainingMemory {

@@ -9,8 +9,15 @@
 
 namespace shardlab::cost {
 
-double dp_critical_batch(const HardwareProfile& hw, int axes, bool across_nodes, DType compute) {
-  return peak_flops(hw, compute) / allgather_bandwidth(hw, axes, across_nodes);
+double wire_critical_factor(const WireDtypes& wire, bool sharded) {
+  const double book = wire_bytes_per_value(DType::kBf16);  // the book's C / W holds for bf16 wires
+  const double reduce = wire_bytes_per_value(wire.reduce) / book, gather = wire_bytes_per_value(wire.gather) / book;
+  return sharded ? std::max(gather, (gather + reduce) / 2) : reduce;
+}
+
+double dp_critical_batch(const HardwareProfile& hw, int axes, bool across_nodes, DType compute, DType wire) {
+  return wire_critical_factor({.reduce = wire}, false) * peak_flops(hw, compute) /
+         allgather_bandwidth(hw, axes, across_nodes);
 }
 
 double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k) {

@@ -3,6 +3,8 @@
 // per torus axis, NVLink egress per GPU), backward compute 4 x params x tokens overlaps the
 // gradient all-reduce 4 x params / W (bf16), so:
 //   DP / FSDP stay compute-bound iff tokens per chip > C / W            (2550 on TPU v5p)
+//     -- with b bytes per parameter on the wire, > (b / 2) C / W: twice that for fp32
+//     gradients, about half for int8 ones (dp_critical_batch's `wire`)
 //   TP of degree Y over M_Y axes iff Y < M_Y F W / C
 //   FSDP(X over M_X axes) + TP(Y over M_Y) iff B / N > (C/W)^2 / (M_X M_Y F),
 //     best at X = sqrt(B N M_X / (F M_Y)).
@@ -20,15 +22,26 @@
 #include <cstdint>
 
 #include "parallel/cost/hardware/hardware.h"
+#include "parallel/cost/network/wire_format.h"
 #include "parallel/cost/roofline/roofline.h"
 
 namespace shardlab::cost {
 
 // Tokens per chip above which DP/FSDP gradient traffic hides under backward compute.
 // across_nodes: the axis crosses nodes/pods (W = node_size x W_dcn; per pod/node multiply
-// the result by node_size).
+// the result by node_size). `wire`: what the gradient all_reduce carries
+// (network/wire_format.h). With b bytes per parameter on the wire the all_reduce of P
+// parameters takes 2 b P / W against the backward's 4 P B / C, so the bar is (b / 2) C / W:
+// the book's C / W for its bf16 gradients, 2 C / W for fp32, (1 + 1/256) / 2 C / W for int8
+// (v5p: 5100, 2550, 1280 tokens per chip).
 double dp_critical_batch(const HardwareProfile& hw, int axes = 1, bool across_nodes = false,
-                         DType compute = DType::kBf16);
+                         DType compute = DType::kBf16, DType wire = DType::kBf16);
+// How many times the book's bf16 bar (C / W) a batch group's bar is when its collectives
+// carry `wire` (b bytes per parameter, network/wire_format.h): DP's gradient all_reduce
+// under the backward, b_reduce / 2; FSDP's (`sharded`) forward gather under the forward,
+// b_gather / 2, and its backward gather and reduce_scatter under the backward,
+// (b_gather + b_reduce) / 4, whichever is larger. 1 for bf16 wires, 2 for fp32.
+double wire_critical_factor(const WireDtypes& wire, bool sharded);
 // An MoE layer's experts each see k/E of the tokens, so every per-chip batch condition on
 // their weights (DP/FSDP traffic hidden, the matmuls compute-bound) needs E/k times the
 // dense layer's batch: critical_batch x E / k.

@@ -50,7 +50,7 @@ GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const 
       g.batch_bandwidth = 2 * g.batch_inner * 1e9 / r.seconds;
       g.batch_path = "SHARP all_reduce (fat tree, " + r.bound_level + "-bound)";
     }
-    g.batch_critical = flops / g.batch_bandwidth;
+    g.batch_critical = wire_critical_factor(c.precision.wire, gathers_per_microbatch) * flops / g.batch_bandwidth;
     if (c.model.experts > 0) g.moe_batch_critical = moe_critical_batch(g.batch_critical, c.model.experts, c.model.top_k);
   }
 

@@ -18,6 +18,8 @@
 //   PP over p stages, m microbatches: (m + p - 2) hops of 2 (B/m) D bytes, against the
 //     step's compute (the book: "basically free")
 // The book's ratio of the layout is the largest of these (< 1: compute-bound).
+// The batch group's bar is the book's for bf16 wires, scaled by wire_critical_factor
+// (training/axis_conditions.h) for the layout's TrainingPrecision::wire.
 // With SHARP (in-network reduction, network/fat_tree.h), pure DP's gradient AllReduce costs V / W
 // instead of two all_gathers' 2 V (D-1)/D / W, so its W_collective is 2 V / T_SHARP: in
 // theory it halves the bound (the book: 2200 -> 1100 in a node, 2475 -> 1237 past it;

@@ -62,7 +62,53 @@ std::string verdict(const StepEstimate& e, const StepEstimate& best, const Hardw
          fixed(best.memory.total() / gb) + " GB)";
 }
 
+// "int8 gathers", "bf16 gradient reductions and int8 gathers": what `to` changes from `from`.
+std::string wire_change(const WireDtypes& from, const WireDtypes& to) {
+  std::string what;
+  if (to.reduce != from.reduce) what = to_string(to.reduce) + " gradient reductions";
+  if (to.gather != from.gather) what += (what.empty() ? "" : " and ") + to_string(to.gather) + " gathers";
+  return what;
+}
+
+std::string wire_flags(const WireDtypes& from, const WireDtypes& to) {
+  std::string flags;
+  if (to.reduce != from.reduce) flags = "--reduce-dtype " + to_string(to.reduce);
+  if (to.gather != from.gather) flags += (flags.empty() ? "" : " ") + std::string("--gather-dtype ") + to_string(to.gather);
+  return flags;
+}
+
 }  // namespace
+
+std::optional<WireAdvice> wire_advice(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
+  if (e.compute_bound) return std::nullopt;
+  const WireDtypes now = c.precision.wire;
+  // Every pair of wires no wider than the config's, least compressed (most bytes per value) first.
+  std::vector<WireDtypes> narrower;
+  for (DType reduce : wire_dtypes())
+    for (DType gather : wire_dtypes())
+      if (wire_bytes_per_value(reduce) <= wire_bytes_per_value(now.reduce) &&
+          wire_bytes_per_value(gather) <= wire_bytes_per_value(now.gather) &&
+          (reduce != now.reduce || gather != now.gather))
+        narrower.push_back({reduce, gather});
+  auto bytes = [](const WireDtypes& w) { return wire_bytes_per_value(w.reduce) + wire_bytes_per_value(w.gather); };
+  std::stable_sort(narrower.begin(), narrower.end(),
+                   [&](const WireDtypes& a, const WireDtypes& b) { return bytes(a) > bytes(b); });
+  std::optional<WireAdvice> best;
+  for (const WireDtypes& wire : narrower) {
+    TrainConfig compressed = c;
+    compressed.precision.wire = wire;
+    const StepEstimate s = estimate_train_step(compressed, e.layout, hw);
+    if (!(s.step_seconds < e.step_seconds * 0.999)) continue;
+    if (!best || (s.compute_bound && !best->estimate.compute_bound) ||
+        (!best->estimate.compute_bound && s.step_seconds < best->estimate.step_seconds * (1 - 1e-9)))
+      best = WireAdvice{wire, s, "", ""};
+  }
+  if (!best) return std::nullopt;
+  best->flags = wire_flags(now, best->wire);
+  best->reason = wire_change(now, best->wire) + " would cut the step from " + fixed(e.step_seconds) + " s to " + fixed(best->estimate.step_seconds) +
+                 " s" + (best->estimate.compute_bound ? ", compute-bound" : "") + " (" + best->flags + ")";
+  return best;
+}
 
 Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
   if (chips < 1) throw UserError("--chips must be at least 1, got " + std::to_string(chips));
@@ -81,7 +127,7 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
     StepEstimate estimate;
     std::string problem;
     if (best_microbatches(c, layout, hw, estimate, problem)) {
-      plan.ranked.push_back({estimate, ""});
+      plan.ranked.push_back({estimate, "", std::nullopt});
     } else {
       ++plan.skipped[problem];
     }
@@ -117,6 +163,12 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
     entry.verdict = &entry == &plan.ranked.front() && entry.estimate.fits
                         ? "best"
                         : verdict(entry.estimate, plan.ranked.front().estimate, hw);
+    if (entry.estimate.fits) entry.compression = wire_advice(c, entry.estimate, hw);
+    if (entry.compression)  // a communication-bound verdict names the axis already
+      entry.verdict += (entry.estimate.compute_bound || entry.verdict.starts_with("communication-bound")
+                            ? "; "
+                            : "; communication-bound on " + entry.estimate.bottleneck + ": ") +
+                       entry.compression->reason;
   }
   return plan;
 }

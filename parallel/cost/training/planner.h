@@ -9,9 +9,17 @@
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
 //   plan.ranked[0].estimate.layout.describe();   // the winner
 //   plan.ranked[3].verdict;  // "communication-bound: fsdp traffic 1.2 s > compute 0.8 s"
+//
+// The ranking prices every layout with the config's wire dtypes (TrainingPrecision::wire).
+// A communication-bound layout is priced again with each narrower wire (network/wire_format.h)
+// and, where one shortens its step, the entry says so after its verdict, with the flags:
+//   "communication-bound: fsdp traffic 0.197 s > compute 0.159 s; bf16 gathers would cut
+//    the step from 0.197 s to 0.159 s, compute-bound (--gather-dtype bf16)"
+// (after another verdict, e.g. "best", it names the axis: "; communication-bound on data: ...").
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +27,25 @@
 
 namespace shardlab::cost {
 
+// A layout priced again with narrower wires than the config's.
+struct WireAdvice {
+  WireDtypes wire;         // the wires suggested
+  StepEstimate estimate;   // the same layout (microbatches included) priced with them
+  std::string flags;       // the flags that change: "--reduce-dtype bf16 --gather-dtype int8"
+  std::string reason;      // "bf16 gradient reductions would cut the step from 0.2 s to 0.16 s (--reduce-dtype bf16)"
+};
+
+// For a communication-bound estimate (of `config` on `hw`): the least compressed wires that
+// make the layout compute-bound, otherwise those giving the shortest step (the least
+// compressed of equals). Nothing when the estimate is compute-bound or no narrower wire
+// shortens its step by 0.1% or more.
+std::optional<WireAdvice> wire_advice(const TrainConfig& config, const StepEstimate& estimate,
+                                      const HardwareProfile& hw);
+
 struct PlanEntry {
   StepEstimate estimate;
-  std::string verdict;  // "best", or why this layout loses to the best
+  std::string verdict;  // "best", or why this layout loses to the best; then the advice's reason
+  std::optional<WireAdvice> compression;  // wire_advice of a communication-bound layout that fits
 };
 
 struct Plan {

@@ -33,10 +33,10 @@ LayoutConditions layout_conditions(const TrainConfig& c, const StepEstimate& e, 
 
   const double domain_tokens = e.tokens_per_chip * k.chips_per_domain;
   k.tokens_per_data_replica = domain_tokens / k.data;
-  k.dp_critical = k.alpha / k.data_axes;
+  k.dp_critical = k.alpha * wire_critical_factor(c.precision.wire, false) / k.data_axes;
   // FSDP gathers the weights once per microbatch, so each gather serves 1/m of the tokens.
   k.tokens_per_fsdp_member = domain_tokens / (static_cast<double>(k.data) * k.fsdp * l.microbatches);
-  k.fsdp_critical = k.alpha / k.fsdp_axes;
+  k.fsdp_critical = k.alpha * wire_critical_factor(c.precision.wire, true) / k.fsdp_axes;
   k.tp_max_degree = tp_max_degree(c.model.d_ff, hw, k.tensor_axes, compute);
   k.fsdp_tp_critical = fsdp_tp_critical_batch(c.model.d_ff, hw, k.fsdp_axes, k.tensor_axes, compute);
   k.x_opt = optimal_fsdp_tp_split(domain_tokens, c.model.d_ff, k.chips_per_domain, k.fsdp_axes, k.tensor_axes).x_opt;

@@ -15,6 +15,9 @@
 //     X_opt = sqrt(B N M_X / (F M_Y))  (the book's max form: the two axes overlap)
 //   ring attention over a context axis c (TrainConfig::context_comm) iff each chip's
 //     Tq = T / c positions of a sequence > C K bytes / (2 N W v) (axis_conditions.h)
+// The DP and FSDP bars assume the book's bf16 wires; TrainingPrecision::wire scales them by
+// wire_critical_factor (training/axis_conditions.h): fp32 gradients double them, int8 ones
+// about halve them.
 // The book's comm/compute ratio of the layout is the largest of those ratios (< 1: compute-
 // bound), the DCN one below included. Across pods, the batch axes outside the pod run
 // over DCN and hide iff the batch per pod > C / W_dcn (dcn_critical_batch_per_pod, the

@@ -140,11 +140,16 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
 
   const double model_shard = model_shard_params(p, t, pp, e);
   const int per_microbatch = static_cast<int>(mb);
-  add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", param_bytes * model_shard,
+  // Gathers and gradient reductions carry the wire dtypes (network/wire_format.h), whatever
+  // the stored params and grads are.
+  const WireDtypes& wire = c.precision.wire;
+  add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", wire_bytes(wire.gather, model_shard),
       2 * per_microbatch);
-  add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", grad_bytes * model_shard, per_microbatch);
-  add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", grad_bytes * model_shard / f, 1);
-  add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", grad_bytes * dense_params / (t * pp * f), 1);
+  add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard),
+      per_microbatch);
+  add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+  add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", wire_bytes(wire.reduce, dense_params / (t * pp * f)),
+      1);
 
   const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
   const double mb_tokens_chip = mb_tokens_group / cp;       // ... of which one context shard

@@ -16,6 +16,10 @@
 // Not to be confused with Megatron's sequence parallelism, which splits the tensor axis's
 // activations (TensorParallelConfig::sequence_parallel).
 //
+// The gradient reductions (fsdp x context reduce_scatter, data all_reduce, the expert axis's
+// dense all_reduce) carry TrainConfig::precision.wire.reduce and the parameter all_gathers
+// wire.gather, each call's V being wire_bytes of its values (network/wire_format.h).
+//
 //   TrainConfig cfg{.model = model_preset("llama2-13b"), .batch_tokens = 4 << 20};
 //   StepEstimate e = estimate_train_step(cfg, Layout{.fsdp = 64, .tensor = 4}, hardware("tpu-v5p"));
 //   e.step_seconds, e.memory.total(), e.comms (one entry per axis and collective)
