@@ -3,15 +3,16 @@
 //
 // As NCCL's and the book's GPU chapter's hierarchical all-reduce, in three phases:
 //   1. reduce_scatter inside each host (shared memory): local rank l ends up with the
-//      host's sum of slice l of the buffer (slices of N/L floats, the first N%L one longer);
-//   2. all_reduce of slice l across hosts among the ranks with local index l (MPI's own on
-//      the inter-host communicator): the L local ranks use the network at once, each for
-//      its own disjoint slice, and together send 2(H-1)/H N floats off each host, where a
-//      flat ring of the n = H L ranks sends 2(n-1)/n N over each link it crosses between
-//      hosts (1.5x as much for 2 hosts x 2 ranks, as bench/ethernet_bench.sh measures);
+//      host's sum of slice l of the buffer (L slices of about N/L floats);
+//   2. all_reduce of slice l across hosts among the ranks with local index l, as a ring
+//      on the inter-host communicator that keeps both directions of each link busy: the
+//      L local ranks use the network at once, each for its own disjoint slice, and
+//      together send 2(H-1)/H N floats off each host, where a flat ring of the n = H L
+//      ranks sends 2(n-1)/n N over each link it crosses between hosts (1.5x as much for
+//      2 hosts x 2 ranks, as bench/ethernet_bench.sh measures);
 //   3. all_gather inside the host: every rank gets every reduced slice.
-// Phase 1 sums the L contributions of a slice in local-rank order on one rank, and phase 3
-// copies that rank's result, so every rank of the group holds the same bits; on
+// Each sum is taken on one rank (phase 1 in local-rank order, phase 2 on the ring) and then
+// copied to the others, so every rank of the group holds the same bits; on
 // integer-valued data they are the flat all_reduce's bits.
 //
 // It runs to completion when called: all_reduce_async with kTwoLevel finishes inside the
