@@ -1,7 +1,7 @@
 // Two-level all_reduce (parallel/comm/two_level.h) equals MPI's flat MPI_Allreduce bit for
-// bit on integer-valued data, at odd sizes, with the job's 4 ranks grouped into made-up
-// hosts (HostTopologies with a host per rank chosen here); groups that do not span hosts
-// evenly run flat. The real hosts (network namespaces) are tests/multihost_two_level.sh's.
+// bit on integer-valued data, at odd sizes, with the job's ranks grouped into made-up
+// hosts (HostTopologies with a host per rank chosen here): 2 x 2 at 4 ranks; 3 x 2 and
+// 2 x 3 at 6. Groups that do not span hosts evenly run flat. The real hosts (network namespaces) are tests/multihost_two_level.sh's.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -41,24 +41,28 @@ void check_against_flat(const AxisGroup& g, Algorithm algorithm, ReduceOp op) {
 
 }  // namespace
 
-TEST_CASE("on 2 made-up hosts x 2 ranks, two-level all_reduce is MPI's flat result bit for bit") {
-  if (world_size() != 4) return;
-  Mesh mesh(MPI_COMM_WORLD, "data=4");
-  mesh.context().hosts = HostTopologies(mesh, mesh.rank() / 2);
-  const AxisGroup& g = mesh.axis("data");
-  const HostTopology& t = mesh.context().hosts.of(g);
-  REQUIRE(t.two_level());
-  CHECK(t.describe() == "2 hosts x 2 ranks");
-  CHECK(t.hosts() == 2);
-  CHECK(t.ranks_per_host() == 2);
-  check_against_flat(g, Algorithm::kTwoLevel, ReduceOp::kSum);
-  check_against_flat(g, Algorithm::kTwoLevel, ReduceOp::kMax);
-  // The async form finishes before it returns.
-  std::vector<float> v = pattern(999, g.rank()), flat = v;
-  MPI_Allreduce(MPI_IN_PLACE, flat.data(), 999, MPI_FLOAT, MPI_SUM, g.comm());
-  CollectiveHandle h = all_reduce_async(g, v, ReduceOp::kSum, Algorithm::kTwoLevel);
-  CHECK(h.test());
-  CHECK(v == flat);
+TEST_CASE("on made-up hosts of 2 or 3 ranks, two-level all_reduce is MPI's flat result bit for bit") {
+  const int n = world_size();
+  for (int per_host : {2, 3}) {
+    if (n % per_host != 0 || n == per_host) continue;
+    CAPTURE(per_host);
+    Mesh mesh(MPI_COMM_WORLD, "data=" + std::to_string(n));
+    mesh.context().hosts = HostTopologies(mesh, mesh.rank() / per_host);
+    const AxisGroup& g = mesh.axis("data");
+    const HostTopology& t = mesh.context().hosts.of(g);
+    REQUIRE(t.two_level());
+    CHECK(t.describe() == std::to_string(n / per_host) + " hosts x " + std::to_string(per_host) + " ranks");
+    CHECK(t.hosts() == n / per_host);
+    CHECK(t.ranks_per_host() == per_host);
+    check_against_flat(g, Algorithm::kTwoLevel, ReduceOp::kSum);
+    check_against_flat(g, Algorithm::kTwoLevel, ReduceOp::kMax);
+    // The async form finishes before it returns.
+    std::vector<float> v = pattern(999, g.rank()), flat = v;
+    MPI_Allreduce(MPI_IN_PLACE, flat.data(), 999, MPI_FLOAT, MPI_SUM, g.comm());
+    CollectiveHandle h = all_reduce_async(g, v, ReduceOp::kSum, Algorithm::kTwoLevel);
+    CHECK(h.test());
+    CHECK(v == flat);
+  }
 }
 
 TEST_CASE("auto picks two-level for large all_reduces across hosts only, and the trace says so") {
