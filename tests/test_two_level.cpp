@@ -29,7 +29,7 @@ std::vector<float> pattern(int64_t n, int rank) {
 
 // `algorithm`'s all_reduce of each rank's pattern against MPI_Allreduce on the group's comm.
 void check_against_flat(const AxisGroup& g, Algorithm algorithm, ReduceOp op) {
-  for (int64_t n : {0, 1, 3, 5, 17, 1001, 65537}) {
+  for (int64_t n : {0, 1, 3, 5, 17, 1001, 65537, 1500001}) {
     CAPTURE(n);
     std::vector<float> flat = pattern(n, g.rank()), two = flat;
     MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(n), MPI_FLOAT, op == ReduceOp::kSum ? MPI_SUM : MPI_MAX,

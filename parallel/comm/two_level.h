@@ -31,9 +31,12 @@
 
 namespace shardlab::parallel {
 
-// The size from which `auto` runs an all_reduce two-level on a group that spans hosts
-// (below it the flat native all_reduce's single call wins: bench/ethernet_bench.sh).
-inline constexpr int64_t kTwoLevelMinBytes = 64 << 10;
+// The size from which `auto` runs an all_reduce two-level on a group that spans hosts:
+// where the flat choice is the ring, which two_level beat by 1.1-1.6x at 16-32 MiB on 2
+// hosts x 2 ranks at 1 and 10 Gb/s; below it MPI's own all_reduce tied two_level within
+// the noise of the shared cores (0.76-1.25x at 1-8 MiB), so auto keeps the flat choice
+// (bench/ethernet_bench.sh, docs/collectives.md).
+inline constexpr int64_t kTwoLevelMinBytes = 16 << 20;
 
 // `hosts` must be two-level. Blocking; collective over the group `hosts` describes.
 void two_level_all_reduce(const HostTopology& hosts, std::span<float> buffer, ReduceOp op, ScratchPool& scratch);
