@@ -7,8 +7,8 @@
 # times all_reduce on the 4-rank data axis with MPI's own (native), shardlab's flat ring
 # and two_level, interleaved round by round (best of ROUNDS), and this script prints, per
 # size, the measured times and two_level's speed-up over each flat algorithm. A second,
-# cheap pass over small sizes shows where `auto` switches to two_level. Tables and CSV go
-# to $OUT. Needs root and `ip netns` (exit 77 otherwise).
+# cheap pass times small sizes (4-512 KiB) at the first rate, with what `auto` runs there.
+# Tables and CSV go to $OUT. Needs root and `ip netns` (exit 77 otherwise).
 # Usage: bench/ethernet_bench.sh [build-dir]   (RATES="1gbit 10gbit", ROUNDS=3,
 #        MIN=1M, MAX=32M, OUT=runs/ethernet)
 set -euo pipefail
@@ -64,7 +64,7 @@ for rate in $rates; do
 done
 rate=${rates%% *}
 shape "$rate"
-echo "# small all_reduces at $rate: what auto runs, and its time against native and two_level"
+echo "# small all_reduces at $rate: native, two_level and auto (the runs column: what auto ran)"
 on_hosts 4 self,vader,tcp "$bench" --ops all_reduce --algorithms native,two_level,auto --min-bytes 4K \
   --max-bytes 512K --rounds "$rounds" > "$out/small_$rate.txt" 2>&1 || { cat "$out/small_$rate.txt"; exit 1; }
 grep -v '^run.sh' "$out/small_$rate.txt"
