@@ -20,8 +20,12 @@ inline constexpr int64_t kBytesPerFloat = sizeof(float);  // every collective mo
 // native: MPI's own collective on the axis communicator.
 // ring:   neighbour-only, one direction round the ring (a line without wraparound).
 // bidir:  data split in halves going both ways round the ring (a line without wraparound).
-// auto:   the fastest of the three for this op and message size (see algorithm_table.h).
-enum class Algorithm { kNative, kRing, kBidir, kAuto };
+// two_level: all_reduce in three phases over the hosts the group spans -- in the host,
+//         across hosts, in the host (two_level.h); on a group that does not span several
+//         hosts with the same ranks on each, and for the other ops, it runs native.
+// auto:   the fastest for this op and message size (see algorithm_table.h), two_level
+//         for an all_reduce of kTwoLevelMinBytes or more on a group that spans hosts.
+enum class Algorithm { kNative, kRing, kBidir, kTwoLevel, kAuto };
 
 enum class ReduceOp { kSum, kMax };
 

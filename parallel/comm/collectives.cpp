@@ -10,6 +10,7 @@
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/ring_algorithms.h"
 #include "parallel/comm/schedule.h"
+#include "parallel/comm/two_level.h"
 
 namespace shardlab::parallel {
 
@@ -38,6 +39,9 @@ struct Launch {
   int shift = 1;
 };
 
+// Algorithms run by MPI calls whose hops shardlab does not see (native, two_level).
+bool mpi_hides_hops(Algorithm a) { return a == Algorithm::kNative || a == Algorithm::kTwoLevel; }
+
 std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
   auto s = std::make_unique<CollectiveHandle::State>();
   s->group = &l.group;
@@ -46,7 +50,7 @@ std::unique_ptr<CollectiveHandle::State> begin(const Launch& l) {
   s->start = Clock::now();
   s->record.start = seconds_of(s->start);
   LinkEmulation& links = l.group.context().links;
-  if (l.algorithm == Algorithm::kNative && links.mode() == LinkMode::kDelay) {  // held as a whole: MPI hides its hops
+  if (mpi_hides_hops(l.algorithm) && links.mode() == LinkMode::kDelay) {  // held as a whole: MPI hides its hops
     std::vector<int> axes;
     for (const Axis* a : l.group.axes()) axes.push_back(a->index);
     s->held_until = links.reserve(axes, s->start, s->record.predicted);
@@ -123,7 +127,13 @@ struct Plan {
   std::function<Schedule()> schedule;
 };
 
+void run(const Plan& p);
+
 CollectiveHandle start(const Plan& p) {
+  if (p.launch.algorithm == Algorithm::kTwoLevel) {  // blocking only (two_level.h)
+    run(p);
+    return CollectiveHandle();
+  }
   auto s = begin(p.launch);
   if (p.launch.algorithm == Algorithm::kNative) {
     p.native_async(s->requests);
@@ -135,10 +145,10 @@ CollectiveHandle start(const Plan& p) {
 }
 
 // Blocking form: native calls MPI's blocking collective (faster than its nonblocking
-// twin for small messages); the neighbour algorithms run their schedule to the end, and
-// point-to-point waits patiently.
+// twin for small messages), two_level its blocking phases; the neighbour algorithms run
+// their schedule to the end, and point-to-point waits patiently.
 void run(const Plan& p) {
-  if (p.launch.algorithm != Algorithm::kNative || point_to_point(p.launch.op)) {
+  if (!mpi_hides_hops(p.launch.algorithm) || point_to_point(p.launch.op)) {
     start(p).wait();
     return;
   }
@@ -259,6 +269,10 @@ std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer,
   const int n = mpi_count(buffer.size());
   const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
   const Launch l = wire_launch(g, CollectiveOp::kAllReduce, static_cast<int64_t>(buffer.size()), a, wire);
+  if (l.algorithm == Algorithm::kTwoLevel) {
+    return Plan{l, [=, &g] { two_level_all_reduce(g.context().hosts.of(g), buffer, op, g.context().scratch); }, nullptr,
+                nullptr};
+  }
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), n, MPI_FLOAT, mpi_op, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
@@ -332,7 +346,11 @@ CollectiveHandle start_if(const std::optional<Plan>& p) { return p ? start(*p) :
 }  // namespace
 
 Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested) {
-  return requested == Algorithm::kAuto ? group.context().auto_table.choose(op, group.size(), bytes) : requested;
+  const bool two_level = op == CollectiveOp::kAllReduce && group.context().hosts.of(group).two_level();
+  if (requested == Algorithm::kTwoLevel) return two_level ? Algorithm::kTwoLevel : Algorithm::kNative;
+  if (requested != Algorithm::kAuto) return requested;
+  if (two_level && bytes >= kTwoLevelMinBytes) return Algorithm::kTwoLevel;
+  return group.context().auto_table.choose(op, group.size(), bytes);
 }
 
 CollectiveHandle::CollectiveHandle() = default;

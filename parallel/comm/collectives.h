@@ -17,11 +17,15 @@
 // (pad the buffer to a multiple of G). Outputs must not overlap inputs. A group of size
 // 1 returns at once (copying in to out) and records nothing.
 //
-// Algorithms (collective_types.h): native, ring, bidir, auto. All give bit-identical
-// results on integer-valued data; on general floats they differ only in summation order.
-// ring and bidir need neighbour links only, emulate ICI, and route as a line on axes
-// without wraparound (ring_algorithms.h). auto picks per op and size from the mesh's
-// AlgorithmTable. send/recv and ppermute-native are point-to-point MPI.
+// Algorithms (collective_types.h): native, ring, bidir, two_level, auto. All give
+// bit-identical results on integer-valued data; on general floats they differ only in
+// summation order. ring and bidir need neighbour links only, emulate ICI, and route as a
+// line on axes without wraparound (ring_algorithms.h). two_level is all_reduce over the
+// hosts a group spans (two_level.h): on a group that spans no hosts evenly, and for the
+// other ops, it runs native; all_reduce_async with it finishes before it returns. auto
+// picks two_level for an all_reduce of kTwoLevelMinBytes or more on a group that spans
+// several hosts with the same ranks on each, and otherwise per op and size from the
+// mesh's AlgorithmTable. send/recv and ppermute-native are point-to-point MPI.
 //
 // Async forms return a CollectiveHandle; the buffers must stay alive and untouched until
 // it completes. OpenMPI progresses messages only inside MPI calls, so call test() now and

@@ -1,5 +1,6 @@
 // CommContext: the communication settings and records one Mesh shares among its axis
-// groups -- link emulation, trace, watchdog, the auto algorithm table, reusable scratch
+// groups -- link emulation, trace, watchdog, the auto algorithm table, the hosts each
+// group spans (for two-level collectives), reusable scratch
 // buffers, and the message tag counters that keep concurrent collectives on one axis apart. The Mesh owns it;
 // reach it through mesh.context() or group.context().
 //
@@ -15,6 +16,7 @@
 
 #include "parallel/comm/algorithm_table.h"
 #include "parallel/comm/comm_trace.h"
+#include "parallel/comm/host_topology.h"
 #include "parallel/comm/link_emulation.h"
 #include "parallel/comm/schedule.h"
 #include "parallel/comm/watchdog.h"
@@ -29,6 +31,7 @@ struct CommContext {
   CommTrace trace;
   Watchdog watchdog;
   AlgorithmTable auto_table = AlgorithmTable::builtin();
+  HostTopologies hosts;  // built by the Mesh once its groups exist
   ScratchPool scratch;
   // Per mesh axis: a sequence number for the next neighbour-algorithm collective. Every
   // rank of an axis issues the same collectives in the same order, so the numbers agree.

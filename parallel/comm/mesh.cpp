@@ -103,6 +103,7 @@ Mesh::Mesh(MPI_Comm parent, const std::vector<AxisSpec>& specs, Topology topolog
     }
     groups_.push_back(std::make_unique<AxisGroup>(members, Comm::owned(sub), context_.get()));
   }
+  context_->hosts = HostTopologies(*this, host_of_this_rank(cart));
 }
 
 std::string Mesh::describe() const {

@@ -10,7 +10,8 @@
 // several at once (`mesh.group({"data", "fsdp"})`), whose ranks are ordered row-major
 // over the axes' coordinates, outermost first. The mesh also owns the communication
 // context its groups share (comm_context.h: link emulation, trace, watchdog, the auto
-// table); this header only declares it, so the context's parts may use the mesh.
+// table, the hosts each group spans, found at construction: host_topology.h); this header
+// only declares it, so the context's parts may use the mesh.
 //
 //   Mesh mesh(job, "data=2,tensor=2");                   // 4 ranks of `job`, or a UserError
 //   const AxisGroup& tp = mesh.axis("tensor");
