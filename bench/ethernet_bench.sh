@@ -42,7 +42,7 @@ shape() {
 summarise() {  # csv rate
   printf "%-7s %10s %12s %12s %14s %10s %8s\n" link bytes native_ms ring_ms two_level_ms x_native x_ring
   awk -F, -v rate="$2" '
-    NR > 1 { t[$2, $3] = $5; sizes[$2] = 1 }
+    NR > 1 && $4 == "fp32" { t[$2, $3] = $6; sizes[$2] = 1 }
     END {
       for (b in sizes) {
         printf "%-7s %10d %12.2f %12.2f %14.2f %10.2f %8.2f\n", rate, b, t[b, "native"] * 1e3, t[b, "ring"] * 1e3,
