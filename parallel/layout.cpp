@@ -117,6 +117,11 @@ void Layout::validate(const LayoutChecks& c) const {
                     "turn sequence parallelism on with it");
   }
   if (c.microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(c.microbatches));
+  if (c.int8_gradients && data * fsdp * context * expert == 1) {
+    throw UserError("--reduce-dtype int8 compresses gradient reductions over the data, fsdp, context and expert "
+                    "axes, and mesh " + describe() + " has one rank over them, so no gradient is ever reduced (its "
+                    "error feedback would hold memory for nothing); drop --reduce-dtype or add a data axis");
+  }
   check_pipeline(c, pipe, c.zero);
   if (c.global_batch > 0) {
     if (c.global_batch % data_ranks() != 0) {

@@ -32,6 +32,7 @@ struct LayoutChecks {
   std::vector<int64_t> pipeline_layers = {};  // blocks per stage (pipe x virtual of them), or empty
   int64_t seq_len = 0;              // tokens per sequence; 0: not checked
   bool context_load_balance = true;  // the context axis cuts each sequence in 2 x context chunks
+  bool int8_gradients = false;       // --reduce-dtype int8: some gradient reduction must span ranks
 };
 
 struct Layout {

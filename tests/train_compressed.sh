@@ -45,6 +45,7 @@ refuse() {  # PATTERN FLAGS...
   echo "ok: refused $*"
 }
 refuse "applies to ZeRO-3" --zero 1 --gather-dtype int8
+refuse "has one rank over them, so no gradient is ever reduced" --mesh tensor=2 --reduce-dtype int8
 refuse "not a wire format; use fp32, bf16 or int8" --reduce-dtype int4
 refuse "int8 is a wire format for gradients and gathered weights" --precision int8
 echo "ok: compressed wires train within 2% of fp32 and are refused where they cannot apply"

@@ -142,7 +142,8 @@ parallel::LayoutChecks RunConfig::layout_checks() const {
           .virtual_stages = pp_virtual,
           .pipeline_layers = pp_layers,
           .seq_len = sequence_length(),
-          .context_load_balance = cp_load_balance};
+          .context_load_balance = cp_load_balance,
+          .int8_gradients = reduce_dtype == "int8"};
 }
 
 nn::ModelConfig model_config_from(const Attributes& a, const std::string& path) {
