@@ -7,7 +7,7 @@
 # `ip netns`; where namespaces cannot be made, it says why and exits 77 (skipped).
 #
 # netns_hosts_up SLOTS            make the hosts, SLOTS ranks on each ($dir/hostfile)
-# on_hosts N BTL PROGRAM ARGS...  launch/run.sh from the first host: N ranks, the first
+# on_hosts N BTL PROGRAM ARGS...  launch/run.sh ($RUN_OPTIONS first) from the first host: N ranks, the first
 #                                 SLOTS on the first host; BTL: OpenMPI's transports, e.g.
 #                                 self,tcp (no shared memory) or self,vader,tcp
 # ns[0], ns[1]                    the namespaces; veth[0], veth[1] the link's end in each
@@ -54,5 +54,5 @@ on_hosts() {
   ip netns exec "${ns[0]}" unshare --uts bash -c "hostname host-${ns[0]}; exec \"\$@\"" _ \
     "$repo/launch/run.sh" -n "$ranks" --hostfile "$dir/hostfile" --mca plm_rsh_agent "$dir/agent" \
     --mca btl "$btl" --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-    --mca plm_rsh_no_tree_spawn 1 -- "$@"
+    --mca plm_rsh_no_tree_spawn 1 ${RUN_OPTIONS:-} -- "$@"
 }
