@@ -10,6 +10,8 @@
 #    --resume latest continues with the uninterrupted run's losses, bit for bit.
 # 3. SIGTERM with a write in flight: the run saves the step in hand after that write and
 #    exits 143 only once both are on disk, no .tmp left; it resumes bit-identical.
+# 2 and 3 on 1 rank, and on 2 ranks with ZeRO-3 (the kill and the signal reach rank 1,
+# which writes nothing: its peer learns of it, and the job ends or saves as one).
 # Prints what it measured: each run's median blocking by a save.
 set -uo pipefail
 train=$1 compare=$2; shift 2
@@ -43,13 +45,21 @@ same_checkpoints() {  # same_checkpoints NAME RANKS ARGS...
 same_checkpoints "1 rank" 1
 same_checkpoints "2 ranks ZeRO-3" 2 --mesh data=2 --zero 3
 
+# The layouts of parts 2 and 3: a name (also that of the uninterrupted synchronous run of
+# part 1), the ranks, the rank the fault reaches, and the flags.
+layout_name="" layout_ranks=1 layout_target=0 layout_flags=()
+use_layout() {  # use_layout NAME RANKS TARGET FLAGS...
+  layout_name=$1 layout_ranks=$2 layout_target=$3; shift 3
+  layout_flags=("$@")
+}
+
 # Starts NAME with every background write held 1 s before its commit; waits until the
 # step-2 write is in flight (so the step-1 one is complete).
 start_held() {  # start_held NAME
   local run="$dir/$1"
-  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=1 "${mpiexec[@]}" -n 1 -x SHARDLAB_FAULT_TAG \
-    -x SHARDLAB_FAULT_WRITE_DELAY "$train" "${common[@]}" --ckpt-async --metrics "$run.jsonl" --ckpt-dir "$run" \
-    > "$run.out" 2>&1 &
+  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=1 "${mpiexec[@]}" -n "$layout_ranks" -x SHARDLAB_FAULT_TAG \
+    -x SHARDLAB_FAULT_WRITE_DELAY "$train" "${common[@]}" "${layout_flags[@]}" --ckpt-async --metrics "$run.jsonl" \
+    --ckpt-dir "$run" > "$run.out" 2>&1 &
   job=$!
   started+=("$job")
   for _ in $(seq 400); do [ -e "$run/ckpt_000002.h5.tmp" ] && break; sleep 0.05; done
@@ -59,33 +69,44 @@ start_held() {  # start_held NAME
 resumes_exactly() {  # resumes_exactly NAME CHECKPOINT: --resume latest picks it, losses as uninterrupted
   local run="$dir/$1"
   cp "$run.jsonl" "$run-resumed.jsonl"
-  "${mpiexec[@]}" -n 1 "$train" "${common[@]}" --ckpt-async --ckpt-dir "$run" --resume latest \
-    --metrics "$run-resumed.jsonl" > "$run-resumed.out" 2>&1 || { fail "$1: the resume"; grep -m2 error "$run-resumed.out"; }
+  "${mpiexec[@]}" -n "$layout_ranks" "$train" "${common[@]}" "${layout_flags[@]}" --ckpt-async --ckpt-dir "$run" \
+    --resume latest --metrics "$run-resumed.jsonl" > "$run-resumed.out" 2>&1 ||
+    { fail "$1: the resume"; grep -m2 error "$run-resumed.out"; }
   grep -q "^resumed from $run/$2 " "$run-resumed.out" || fail "$1: did not resume from $2"
-  diff <(losses "$dir/1 rank-sync.jsonl") <(losses "$run-resumed.jsonl") > /dev/null ||
+  diff <(losses "$dir/$layout_name-sync.jsonl") <(losses "$run-resumed.jsonl") > /dev/null ||
     fail "$1: the resumed losses (and their steps) differ from the uninterrupted run's"
 }
 
-start_held kill
-kill -9 "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/kill" 0)"
-wait "$job"
-[ "$(checkpoints "$dir/kill" | tail -1)" = "$dir/kill/ckpt_000001.h5" ] || fail "kill: ckpt_000001.h5 is not the newest"
-resumes_exactly kill ckpt_000001.h5
-echo "kill -9 inside the step-2 background write: ckpt_000001.h5 loads, resumed bit-identical"
+faults() {  # faults TAG: parts 2 and 3 in the layout in use
+  local tag=$1
+  start_held "kill$tag"
+  kill -9 "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/kill$tag" "$layout_target")"
+  wait "$job"
+  [ "$(checkpoints "$dir/kill$tag" | tail -1)" = "$dir/kill$tag/ckpt_000001.h5" ] ||
+    fail "kill$tag: ckpt_000001.h5 is not the newest"
+  resumes_exactly "kill$tag" ckpt_000001.h5
+  echo "$layout_name: kill -9 of rank $layout_target inside the step-2 background write: ckpt_000001.h5 loads," \
+    "resumed bit-identical"
 
-start_held preempt
-kill -TERM "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/preempt" 0)"
-wait "$job"; rc=$?
-[ $rc = 143 ] || { fail "preempt: exit $rc, not 143"; tail -5 "$dir/preempt.out"; }
-ls "$dir/preempt"/*.tmp > /dev/null 2>&1 && fail "preempt: a .tmp file is left"
-# It stops after the step the signal finds (printed), once that step's write and the one
-# in flight before it are on disk.
-stopped=$(grep -m1 -o "stopped after step [0-9]*" "$dir/preempt.out" | grep -o "[0-9]*$")
-saved=$(checkpoints "$dir/preempt" | tail -1)
-[ -n "$stopped" ] && [ "$saved" = "$dir/preempt/ckpt_00000$stopped.h5" ] ||
-  fail "preempt: the newest checkpoint is $saved, not that of the step it stopped after ($stopped)"
-resumes_exactly preempt "ckpt_00000$stopped.h5"
-echo "SIGTERM with the step-2 write in flight: exit $rc after writing up to step $stopped; resumed bit-identical"
+  start_held "preempt$tag"
+  kill -TERM "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/preempt$tag" "$layout_target")"
+  wait "$job"; rc=$?
+  [ $rc = 143 ] || { fail "preempt$tag: exit $rc, not 143"; tail -5 "$dir/preempt$tag.out"; }
+  ls "$dir/preempt$tag"/*.tmp > /dev/null 2>&1 && fail "preempt$tag: a .tmp file is left"
+  # It stops after the step the signal finds (printed), once that step's write and the one
+  # in flight before it are on disk.
+  stopped=$(grep -m1 -o "stopped after step [0-9]*" "$dir/preempt$tag.out" | grep -o "[0-9]*$")
+  saved=$(checkpoints "$dir/preempt$tag" | tail -1)
+  [ -n "$stopped" ] && [ "$saved" = "$dir/preempt$tag/ckpt_00000$stopped.h5" ] ||
+    fail "preempt$tag: the newest checkpoint is $saved, not that of the step it stopped after ($stopped)"
+  resumes_exactly "preempt$tag" "ckpt_00000$stopped.h5"
+  echo "$layout_name: SIGTERM to rank $layout_target with the step-2 write in flight: exit $rc after writing up to" \
+    "step $stopped; resumed bit-identical"
+}
+use_layout "1 rank" 1 0
+faults ""
+use_layout "2 ranks ZeRO-3" 2 1 --mesh data=2 --zero 3
+faults "-zero3"
 
 [ $failures = 0 ] || { echo "$failures failures"; exit 1; }
 echo "ok: --ckpt-async writes the synchronous checkpoints, and a kill or a preemption loses none"
