@@ -7,13 +7,18 @@
 // write gives, written the same atomic way: "<path>.tmp", then commit(): fsync, seal,
 // rename. A process killed before the rename leaves the previous checkpoint at <path>.
 //
+// A recording also travels as bytes (serialize / deserialize), so that the parts pipeline
+// stages record on their own ranks can be joined on the one rank that writes the file
+// (append).
+//
 //   CheckpointRecording r;
 //   parallel.gradient_sync().save(&r, optimizer);   // collective: the gathered tensors are copied
 //   r.set_attribute("step", int64_t{100});
 //   std::thread([&] { CheckpointWriter w("run/ckpt_000100.h5"); r.replay(w); w.commit(); });
 #pragma once
 
-#include <functional>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +39,24 @@ class CheckpointRecording final : public CheckpointSink {
   // Every write and attribute, in the order recorded (the writer remembers a failed one).
   void replay(CheckpointWriter& writer) const;
 
+  // `other`'s entries after this one's, as if they had been recorded here next.
+  void append(CheckpointRecording&& other);
+  std::vector<uint8_t> serialize() const;
+  // UserError if `bytes` are not a serialized recording.
+  static CheckpointRecording deserialize(std::span<const uint8_t> bytes);
+
  private:
-  std::vector<std::function<void(CheckpointWriter&)>> steps_;  // each owns its copy of the data
+  enum class Kind : uint8_t { kWrite, kRange, kAttribute, kConfig };
+  struct Entry {
+    Kind kind = Kind::kWrite;
+    std::string name;           // tensor or attribute
+    Shape shape;
+    int64_t offset = 0;         // kRange
+    std::vector<float> data;    // kWrite, kRange: a copy
+    AttributeValue value;       // kAttribute
+    Attributes config;          // kConfig
+  };
+  std::vector<Entry> entries_;
   int64_t bytes_ = 0;
 };
 

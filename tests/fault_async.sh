@@ -2,9 +2,10 @@
 # fault_async.sh TRAIN_GPT CKPT_COMPARE MPIEXEC... : --ckpt-async writes the checkpoints a
 # synchronous run writes, and loses none of them to a kill or a preemption.
 #
-# 1. The same checkpoints: on 1 rank, and on 2 ranks with ZeRO-3 (the state gathered by
-#    collectives on the training thread), every tensor of every --ckpt-async checkpoint
-#    equals the synchronous run's exactly, and the losses are the same.
+# 1. The same checkpoints: on 1 rank, on 2 ranks with ZeRO-3 (the state gathered by
+#    collectives on the training thread), and on 4 with two pipeline stages (each stage's
+#    leader records its part, rank 0 joins them), every tensor of every --ckpt-async
+#    checkpoint equals the synchronous run's exactly, and the losses are the same.
 # 2. kill -9 inside a background write (SHARDLAB_FAULT_WRITE_DELAY holds each write's .tmp
 #    open, so the kill surely lands in one): the last complete checkpoint loads, and
 #    --resume latest continues with the uninterrupted run's losses, bit for bit.
@@ -44,6 +45,8 @@ same_checkpoints() {  # same_checkpoints NAME RANKS ARGS...
 
 same_checkpoints "1 rank" 1
 same_checkpoints "2 ranks ZeRO-3" 2 --mesh data=2 --zero 3
+# Pipeline stages record their parts on their own leaders, joined on rank 0.
+same_checkpoints "4 ranks pipe=2 tensor=2" 4 --mesh pipe=2,tensor=2 --zero 1
 
 # The layouts of parts 2 and 3: a name (also that of the uninterrupted synchronous run of
 # part 1), the ranks, the rank the fault reaches, and the flags.

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "framework/checkpoint.h"
+#include "framework/checkpoint_recording.h"
 #include "framework/file_seal.h"
 #include "framework/error.h"
 #include "framework/slab.h"
@@ -111,6 +112,48 @@ TEST_CASE("checkpoint round trip is bit exact, with attributes and config") {
   CHECK(std::get<std::string>(config.at("model")) == "gpt2");
   CHECK(std::get<int64_t>(config.at("n_layer")) == 4);
   CHECK(std::get<double>(config.at("lr")) == 3e-4);
+}
+
+// --ckpt-async with pipeline stages: each stage's part recorded, sent as bytes, joined on
+// the writer's rank, replayed into the file.
+TEST_CASE("recordings joined from bytes replay into the file a direct write gives") {
+  TempDir dir;
+  write_reference(dir.file("direct.h5"), 0.5f);
+  CheckpointRecording first, second;
+  first.write("params/big", kBig, pattern(numel_of(kBig), 0.5f));
+  const std::vector<float> small = pattern(numel_of(kSmall), 0.5f);
+  second.write_range("params/blocks.0.small", kSmall, 0, std::span(small).first(25));  // in two pieces
+  second.write_range("params/blocks.0.small", kSmall, 25, std::span(small).subspan(25));
+  second.write("optim/m/blocks.0.small", kSmall, pattern(numel_of(kSmall), -0.5f));
+  second.write("scalar", {}, std::vector<float>{0.5f});
+  second.set_attribute("step", int64_t{123});
+  second.set_attribute("loss", 2.5);
+  second.set_attribute("note", std::string("héllo"));
+  second.set_config({{"model", std::string("gpt2")}, {"n_layer", int64_t{4}}, {"lr", 3e-4}});
+  const std::vector<uint8_t> bytes = second.serialize();
+  first.append(CheckpointRecording::deserialize(bytes));
+  CHECK(first.bytes() == 4 * (numel_of(kBig) + 2 * numel_of(kSmall) + 1));
+  {
+    CheckpointWriter w(dir.file("joined.h5"));
+    first.replay(w);
+    w.commit();
+  }
+  const CheckpointReader direct(dir.file("direct.h5")), joined(dir.file("joined.h5"));
+  CHECK(joined.tensor_names() == direct.tensor_names());
+  for (const auto& [name, shape] : {std::pair{"params/big", kBig}, std::pair{"params/blocks.0.small", kSmall},
+                                    std::pair{"optim/m/blocks.0.small", kSmall}, std::pair{"scalar", Shape{}}}) {
+    CHECK(same_bits(read_all(joined, name, shape), read_all(direct, name, shape)));
+  }
+  CHECK(joined.int_attribute("step") == 123);
+  CHECK(joined.string_attribute("note") == "héllo");
+  CHECK(std::get<double>(joined.config().at("lr")) == 3e-4);
+
+  // Bytes that are not a recording: a clear error, never a crash.
+  CHECK(contains(user_error_of([&] { CheckpointRecording::deserialize(std::span(bytes).first(bytes.size() - 3)); }),
+                 "ends early"));
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  CHECK(contains(user_error_of([&] { CheckpointRecording::deserialize(longer); }), "past its last entry"));
 }
 
 TEST_CASE("tensors written in pieces equal tensors written whole; hyperslab reads") {

@@ -1,6 +1,8 @@
 #include "parallel/checkpoint/distributed_checkpoint.h"
 
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
@@ -66,17 +68,51 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const opti
   raise_agreed_error(mesh.comm(), failure);
 }
 
-bool records_in_memory(const Mesh& mesh, const ParallelModel& parallel) {
-  return !parallel.pipeline() || mesh.axis_size(kPipeAxis) == 1;
+namespace {
+
+// A pipeline stage leader's recording, sent to the first stage's leader (mesh rank 0) on the
+// pipe axis as its byte count and its bytes (padded to whole floats: the collectives carry
+// floats, and bits travel unchanged).
+void send_recording(const Mesh& mesh, const CheckpointRecording& recording) {
+  const std::vector<uint8_t> bytes = recording.serialize();
+  uint64_t size = bytes.size();
+  float header[2];
+  std::memcpy(header, &size, sizeof size);
+  std::vector<float> payload((bytes.size() + 3) / 4);
+  std::memcpy(payload.data(), bytes.data(), bytes.size());
+  send(mesh.axis(kPipeAxis), header, 0);
+  send(mesh.axis(kPipeAxis), payload, 0);
 }
+
+CheckpointRecording receive_recording(const Mesh& mesh, int stage) {
+  float header[2];
+  recv(mesh.axis(kPipeAxis), header, stage);
+  uint64_t size = 0;
+  std::memcpy(&size, header, sizeof size);
+  std::vector<float> payload((size + 3) / 4);
+  recv(mesh.axis(kPipeAxis), payload, stage);
+  return CheckpointRecording::deserialize({reinterpret_cast<const uint8_t*>(payload.data()), size});
+}
+
+}  // namespace
 
 std::unique_ptr<CheckpointRecording> record_checkpoint(const Mesh& mesh, const ParallelModel& parallel,
                                                        const optim::Optimizer& optimizer,
                                                        const std::function<void(CheckpointSink&)>& finish) {
-  SL_ASSERT(records_in_memory(mesh, parallel), "record_checkpoint with more than one pipeline stage");
-  // Without a pipe axis rank 0 is the one writer save_checkpoint would open (stage_leader).
-  auto recording = mesh.rank() == 0 ? std::make_unique<CheckpointRecording>() : nullptr;
+  const int stages = parallel.pipeline() ? mesh.axis_size(kPipeAxis) : 1;
+  // Every stage's leader records its stage (stage_leader: without a pipe axis, rank 0 alone).
+  auto recording = stage_leader(mesh) ? std::make_unique<CheckpointRecording>() : nullptr;
   parallel.gradient_sync().save(recording.get(), optimizer);
+  if (stages > 1 && recording) {
+    // The leaders are the pipe axis through rank 0: the later stages' parts join rank 0's,
+    // in stage order, as save_checkpoint's appends would lay them in the file.
+    if (mesh.coord(kPipeAxis) != 0) {
+      send_recording(mesh, *recording);
+      recording.reset();
+    } else {
+      for (int stage = 1; stage < stages; ++stage) recording->append(receive_recording(mesh, stage));
+    }
+  }
   if (recording) {
     recording->set_attribute("optimizer_step", optimizer.step_count());
     finish(*recording);

@@ -32,13 +32,12 @@ void save_checkpoint(const Mesh& mesh, const ParallelModel& parallel, const opti
                      const std::string& path, const std::function<void(CheckpointSink&)>& finish);
 // Collective over the mesh, like save_checkpoint, but into memory: mesh rank 0 returns the
 // whole checkpoint (then `finish`'s attributes), every other rank nullptr. Writing it
-// (CheckpointRecording::replay) needs no collective, so another thread can do it.
-// Without a pipe axis of more than one stage (records_in_memory says so).
+// (CheckpointRecording::replay) needs no collective, so another thread can do it. With a
+// pipe axis each stage's leader records its stages and sends the recording to rank 0 (on
+// the pipe axis), which joins them in stage order: the file save_checkpoint writes.
 std::unique_ptr<CheckpointRecording> record_checkpoint(const Mesh& mesh, const ParallelModel& parallel,
                                                        const optim::Optimizer& optimizer,
                                                        const std::function<void(CheckpointSink&)>& finish);
-// Whether record_checkpoint can: not when pipeline stages each write their own tensors.
-bool records_in_memory(const Mesh& mesh, const ParallelModel& parallel);
 // Every rank reads the parameters and optimizer state it owns, and the optimizer's step.
 void load_checkpoint(const CheckpointReader& reader, const ParallelModel& parallel, optim::Optimizer& optimizer);
 

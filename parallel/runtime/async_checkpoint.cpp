@@ -24,13 +24,7 @@ void hold_before_commit() {
 }  // namespace
 
 Checkpointer::Checkpointer(const parallel::Mesh& mesh, const parallel::ParallelModel& model, const RunConfig& run)
-    : mesh_(mesh), model_(model), run_(run) {
-  if (run.ckpt_async && !parallel::records_in_memory(mesh, model)) {
-    throw UserError("--ckpt-async with " + std::to_string(mesh.axis_size(parallel::kPipeAxis)) +
-                    " pipeline stages: each stage's leader writes its part of the checkpoint in turn, which a "
-                    "background thread cannot do without collectives; drop --ckpt-async for this layout");
-  }
-}
+    : mesh_(mesh), model_(model), run_(run) {}
 
 Checkpointer::~Checkpointer() { wait(); }
 

@@ -36,7 +36,6 @@ namespace shardlab::runtime {
 
 class Checkpointer {
  public:
-  // UserError when --ckpt-async meets a layout whose pipeline stages each write their part.
   Checkpointer(const parallel::Mesh& mesh, const parallel::ParallelModel& model, const RunConfig& run);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
