@@ -96,6 +96,7 @@ int train(int argc, char** argv) {
   if (!run.init_from.empty()) runtime::init_from(run.init_from, parallel_model, run.model);  // weights only, step 0
   cli::RunReport report(run, mesh, parallel_model, data, plan);  // prints on rank 0 only
   if (!resume.empty()) report.resumed(resume, state.step);
+  if (!run.init_from.empty()) report.initialised(run.init_from);
   runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   std::string last_checkpoint = resume;  // named when the run diverges
