@@ -3,9 +3,10 @@
 # Face directory and back (docs/models.md).
 # - export then import is bit-exact, for a checkpoint of one process and for one written by
 #   a 2-rank tensor=2 run, gpt and llama (with GQA);
-# - the exported GPT-2 decodes, in an independent numpy forward that follows transformers'
-#   conventions, to shardlab's greedy tokens, and would not with the Conv1D transpose left
-#   out (tests/hf_gpt2_reference.py; skipped without numpy);
+# - an independent numpy forward that follows transformers' conventions
+#   (tests/hf_reference.py; skipped without numpy) decodes the exported GPT-2, and random
+#   GPT-2 and LLaMA (GQA) models imported into shardlab, to shardlab's greedy tokens, and
+#   would not with GPT-2's Conv1D transpose or LLaMA's RoPE q/k permutation left out;
 # - train_gpt --init-from (the HF directory, or a checkpoint) starts at step 0 from exactly
 #   those weights, on one process and under data=2 --zero 3; a model that disagrees with
 #   them, or a corrupt safetensors file, is a clear error.
@@ -37,19 +38,20 @@ roundtrip llama "$dir/llama/ckpt_000002.h5"
 roundtrip llama_tp "$dir/llama_tp/ckpt_000002.h5"
 grep -q '"model_type": "llama"' "$dir/llama.hf/config.json" || fail "llama config.json: $(cat "$dir/llama.hf/config.json")"
 
-# The independent reference: agrees with the trained model's export; on a random GPT-2
-# whose every weight shows in the logits, it agrees with the import and disagrees with a
-# Conv1D transpose left out.
+# The independent reference (tests/hf_reference.py): decoding the exports of the trained
+# gpt and llama, it agrees with shardlab decoding their checkpoints; on random models whose every weight shows in the logits, imported into shardlab, it
+# agrees, and disagrees with GPT-2's Conv1D transpose or LLaMA's q/k permutation left out.
 python=/usr/bin/python3  # Debian's, where numpy is a package (python3-numpy)
-reference=$here/hf_gpt2_reference.py
-if "$python" "$reference" check "$dir/gpt.hf" "$generate" "$dir/gpt.back.h5"; then
-  "$python" "$reference" make "$dir/random.hf"
-  "$convert" --from "$dir/random.hf" --to "$dir/random.h5" > /dev/null
-  "$python" "$reference" check "$dir/random.hf" "$generate" "$dir/random.h5" || fail "the reference disagrees on the random GPT-2"
-  if "$python" "$reference" check "$dir/random.hf" "$generate" "$dir/random.h5" --break-transpose; then
-    fail "the numpy reference still agrees with attn.c_proj transposed: it checks nothing"
-  fi
-  echo "ok: the numpy GPT-2 reference agrees, and disagrees with the Conv1D transpose left out"
+reference=$here/hf_reference.py
+if "$python" "$reference" check "$dir/gpt.hf" "$generate" "$dir/gpt/ckpt_000004.h5"; then
+  "$python" "$reference" check "$dir/llama.hf" "$generate" "$dir/llama/ckpt_000002.h5" || fail "the llama export"
+  for arch in gpt2 llama; do
+    "$python" "$reference" make $arch "$dir/random_$arch.hf"
+    "$convert" --from "$dir/random_$arch.hf" --to "$dir/random_$arch.h5" > /dev/null
+    "$python" "$reference" check "$dir/random_$arch.hf" "$generate" "$dir/random_$arch.h5" --and-broken ||
+      fail "the reference disagrees on the random $arch, or agrees with a convention left out"
+  done
+  echo "ok: the numpy reference agrees on gpt2 and llama, and disagrees with the Conv1D transpose or the RoPE permutation left out"
 else
   [ $? -eq 77 ] || fail "the numpy GPT-2 reference disagrees with shardlab's greedy tokens"
 fi
