@@ -57,15 +57,21 @@ else
 fi
 
 # --init-from: step 0 holds exactly the imported weights, in any layout.
-"$train" "${gpt[@]}" --steps 1 --init-from "$dir/gpt.hf" --save-step0 --ckpt-dir "$dir/init1" > /dev/null
+"$train" "${gpt[@]}" --steps 2 --init-from "$dir/gpt.hf" --save-step0 --ckpt-dir "$dir/init1" --metrics "$dir/dir.jsonl" > /dev/null
 "$compare" "$dir/gpt/ckpt_000004.h5" "$dir/init1/ckpt_000000.h5" params/ 0 > /dev/null || fail "--init-from DIR, one process"
+# From the checkpoint itself (AdamW state, step 4): its state is not taken, so the same losses.
+"$train" "${gpt[@]}" --steps 2 --init-from "$dir/gpt/ckpt_000004.h5" --ckpt-dir "$dir/init1f" --metrics "$dir/file.jsonl" > /dev/null
+losses() { grep -o '"loss": [^,]*' "$1"; }
+diff <(losses "$dir/dir.jsonl") <(losses "$dir/file.jsonl") > /dev/null || fail "--init-from FILE and DIR: losses differ"
+[ "$(losses "$dir/file.jsonl" | wc -l)" -eq 2 ] && head -1 "$dir/file.jsonl" | grep -q '"step": 1,' ||
+  fail "--init-from a step-4 checkpoint did not train steps 1 and 2: $(cat "$dir/file.jsonl")"
 "${mpiexec[@]}" -n 2 "$train" "${gpt[@]}" --steps 1 --init-from "$dir/gpt.hf" --save-step0 --mesh data=2 --zero 3 \
   --ckpt-dir "$dir/init2" > /dev/null
 "$compare" "$dir/gpt/ckpt_000004.h5" "$dir/init2/ckpt_000000.h5" params/ 0 > /dev/null || fail "--init-from DIR, ZeRO-3"
 "${mpiexec[@]}" -n 2 "$train" "${llama[@]}" --steps 1 --init-from "$dir/llama.back.h5" --save-step0 --mesh tensor=2 \
   --ckpt-dir "$dir/init3" > /dev/null
 "$compare" "$dir/llama/ckpt_000002.h5" "$dir/init3/ckpt_000000.h5" params/ 0 > /dev/null || fail "--init-from FILE, tensor=2"
-echo "ok: --init-from starts from the exact weights: HF directory on 1 process and ZeRO-3, checkpoint on tensor=2"
+echo "ok: --init-from starts at step 0 from the exact weights, without the file's optimizer state: HF directory on 1 process and ZeRO-3, checkpoint on 1 process and tensor=2"
 
 expect_error() {  # expect_error REGEX COMMAND...
   local regex=$1; shift
