@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "framework/checkpoint.h"
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
 #include "framework/safetensors.h"
@@ -307,11 +308,16 @@ void import_model(const std::string& dir, const nn::ModelConfig& config, const P
   }
 }
 
-Attributes model_attributes(const nn::ModelConfig& c) {
-  return {{"arch", nn::arch_name(c.arch)}, {"vocab", c.vocab}, {"context", c.context}, {"d_model", c.d_model},
-          {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads}, {"d_ff", c.d_ff},
-          {"rope_theta", static_cast<double>(c.rope_theta)}, {"norm_eps", static_cast<double>(c.norm_eps)},
-          {"experts", c.experts}};
+void import_checkpoint(const std::string& dir, const nn::ModelConfig& c, const std::string& path) {
+  CheckpointWriter writer(path);
+  import_model(dir, c, [&](const std::string& name, const Shape& shape, std::span<const float> values) {
+    writer.write("params/" + name, shape, values);
+  });
+  writer.set_config({{"arch", nn::arch_name(c.arch)}, {"vocab", c.vocab}, {"context", c.context},
+                     {"d_model", c.d_model}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
+                     {"n_kv_heads", c.n_kv_heads}, {"d_ff", c.d_ff}, {"rope_theta", static_cast<double>(c.rope_theta)},
+                     {"norm_eps", static_cast<double>(c.norm_eps)}, {"experts", c.experts}});
+  writer.commit();
 }
 
 }  // namespace shardlab::hf

@@ -18,6 +18,7 @@
 //   hf::export_model(config, [&](const std::string& name, const Shape& shape) {...}, "out/hf");
 //   nn::ModelConfig c = hf::read_config("out/hf");
 //   hf::import_model("out/hf", c, [&](const std::string& name, const Shape& shape, std::span<const float> v) {...});
+//   hf::import_checkpoint("out/hf", c, "init.h5");
 #pragma once
 
 #include <functional>
@@ -25,7 +26,6 @@
 #include <string>
 #include <vector>
 
-#include "framework/checkpoint_sink.h"
 #include "framework/nn/config.h"
 #include "framework/tensor.h"
 
@@ -46,7 +46,9 @@ nn::ModelConfig read_config(const std::string& dir);
 // shardlab's names and layouts; UserError naming a missing or misshapen tensor.
 void import_model(const std::string& dir, const nn::ModelConfig& config, const ParamSink& params);
 
-// The model's fields as a checkpoint's "config" attributes (docs/checkpoint_format.md).
-Attributes model_attributes(const nn::ModelConfig& config);
+// import_model into a shardlab checkpoint at `path` (atomically): params/<name> and the
+// model's fields as its "config" attributes -- enough for generate --ckpt and train_gpt
+// --init-from, not for --resume (no optimizer state).
+void import_checkpoint(const std::string& dir, const nn::ModelConfig& config, const std::string& path);
 
 }  // namespace shardlab::hf

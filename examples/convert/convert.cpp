@@ -36,12 +36,7 @@ void export_hf(const std::string& from, const std::string& to) {
 // A Hugging Face model directory into a shardlab checkpoint holding its parameters and model config.
 void import_hf(const std::string& from, const std::string& to) {
   const nn::ModelConfig config = hf::read_config(from);
-  CheckpointWriter writer(to);
-  hf::import_model(from, config, [&](const std::string& name, const Shape& shape, std::span<const float> values) {
-    writer.write("params/" + name, shape, values);
-  });
-  writer.set_config(hf::model_attributes(config));
-  writer.commit();
+  hf::import_checkpoint(from, config, to);
   std::printf("wrote %s: %s\n", to.c_str(), config.describe().c_str());
 }
 

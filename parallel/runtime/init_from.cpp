@@ -47,12 +47,7 @@ struct ImportedCopy {
   std::string path;
   ImportedCopy(const std::string& dir, const nn::ModelConfig& config) {
     path = (std::filesystem::temp_directory_path() / ("shardlab-init-" + std::to_string(getpid()) + ".h5")).string();
-    CheckpointWriter writer(path);
-    hf::import_model(dir, config, [&](const std::string& name, const Shape& shape, std::span<const float> values) {
-      writer.write("params/" + name, shape, values);
-    });
-    writer.set_config(hf::model_attributes(config));
-    writer.commit();
+    hf::import_checkpoint(dir, config, path);
   }
   ~ImportedCopy() {
     std::error_code ignored;
