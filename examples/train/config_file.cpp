@@ -135,7 +135,7 @@ std::string ExpandedArgs::origin_of(const std::string& parser_message) const {
 std::string settings_json(const cxxopts::ParseResult& parsed) {
   json out = json::object();
   const auto skip = [](const std::string& key) {
-    return key == "help" || key == "config" || key == "resume" || key == "dry-run";
+    return key == "help" || key == "config" || key == "resume" || key == "init-from" || key == "dry-run";
   };
   for (const auto& kv : parsed.defaults()) {
     if (!skip(kv.key())) out[kv.key()] = kv.value();

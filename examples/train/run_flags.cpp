@@ -130,6 +130,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        "to, unsharded, to this HDF5 file: optim/grad/<name> beside params/<name> (docs/checkpoint_format.md)",
        cxxopts::value<std::string>()->default_value(""))
       ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
+      ("init-from", "start from these weights with fresh optimizer state at step 0 (fine-tuning): a shardlab "
+       "checkpoint or a Hugging Face model directory (docs/models.md); the model flags must match them",
+       cxxopts::value<std::string>()->default_value(""))
       ("on-nonfinite", "a non-finite loss or gradient norm (a diverged run): stop (exit 1, naming the last good "
        "checkpoint) or skip (drop that step's update and go on)", cxxopts::value<std::string>()->default_value(r.on_nonfinite))
       ("max-skips", "--on-nonfinite skip: stop after this many skipped steps in a row",
@@ -257,6 +260,11 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.ckpt_async = p.count("ckpt-async") > 0;
   r.dump_grads = p["dump-grads"].as<std::string>();
   r.resume = p["resume"].as<std::string>();
+  r.init_from = p["init-from"].as<std::string>();
+  if (!r.resume.empty() && !r.init_from.empty()) {
+    throw UserError("--resume and --init-from exclude each other: --resume continues a run with its optimizer "
+                    "state and step, --init-from starts a new run from weights; give one");
+  }
   r.on_nonfinite = p["on-nonfinite"].as<std::string>();
   r.max_skips = p["max-skips"].as<int64_t>();
   r.threads = p["threads"].as<int>();

@@ -319,6 +319,10 @@ void RunReport::saved(const std::string& path, double blocked_seconds) {
   std::fflush(stdout);
 }
 
+void RunReport::initialised(const std::string& source) {
+  if (leader()) std::printf("weights from %s; step 0, fresh optimizer state\n", source.c_str());
+}
+
 void RunReport::resumed(const std::string& path, int64_t step) {
   if (leader()) std::printf("resumed from %s at step %lld\n", path.c_str(), static_cast<long long>(step));
 }

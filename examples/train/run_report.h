@@ -43,6 +43,7 @@ class RunReport {
   // `blocked_seconds`: how long the save held the training loop (Checkpointer::save).
   void saved(const std::string& path, double blocked_seconds);
   void resumed(const std::string& path, int64_t step);
+  void initialised(const std::string& source);  // --init-from
   void preempted(const std::string& by, int64_t step);
   void wrote_trace(const std::string& path);
   void wrote_gradients(const std::string& path);

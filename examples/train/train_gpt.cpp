@@ -5,6 +5,7 @@
 //   train_gpt                                           # gpt-arith on arithmetic, one process
 //   mpirun -n 4 train_gpt --mesh data=4 --zero 3        # the same model, ZeRO-3 over 4 ranks
 //   train_gpt --resume runs/ckpt_000100.h5              # continues bit for bit, in any layout
+//   train_gpt --init-from hf/gpt2                       # fine-tunes a Hugging Face model (docs/models.md)
 #include <omp.h>
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "parallel/runtime/data_source.h"
 #include "parallel/runtime/dry_run.h"
 #include "parallel/runtime/evaluate.h"
+#include "parallel/runtime/init_from.h"
 #include "parallel/runtime/local_profile.h"
 #include "parallel/runtime/memory_estimate.h"
 #include "parallel/runtime/metrics.h"
@@ -91,8 +93,10 @@ int train(int argc, char** argv) {
     }
     loader.set_position(state.data_position);
   }
+  if (!run.init_from.empty()) runtime::init_from(run.init_from, parallel_model, run.model);  // weights only, step 0
   cli::RunReport report(run, mesh, parallel_model, data, plan);  // prints on rank 0 only
   if (!resume.empty()) report.resumed(resume, state.step);
+  if (!run.init_from.empty()) report.initialised(run.init_from);
   runtime::MetricsLog metrics(mesh.rank() == 0 ? run.metrics : "", state.step);
 
   std::string last_checkpoint = resume;  // named when the run diverges

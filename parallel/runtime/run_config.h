@@ -50,6 +50,7 @@ struct RunConfig {
   bool ckpt_async = false;  // checkpoints written by a background thread (async_checkpoint.h)
   std::string dump_grads;   // file for the first step's gradients ('' none)
   std::string resume;       // a checkpoint path to continue from
+  std::string init_from;    // weights to start from: a checkpoint or a Hugging Face directory (init_from.h)
   std::string on_nonfinite = "stop";  // a non-finite loss or gradient norm: stop, or skip the update
   int64_t max_skips = 3;              // --on-nonfinite skip: steps in a row before it stops
   int threads = 0;          // OpenMP threads per rank, 0: runtime default
