@@ -52,6 +52,24 @@ TEST_CASE("parameters have stable hierarchical names") {
   CHECK(has_head);
 }
 
+// The real shapes' parameters, counted on deferred models (nothing allocated): GPT-2
+// small and medium have exactly the published counts (biases, LayerNorms, learned
+// positions and the tied head as OpenAI's), LLaMA 3.2 1B's shape its 1.24B plus shardlab's
+// untied head (V x D more).
+TEST_CASE("real-shape presets have the published parameter counts") {
+  const auto count = [](const std::string& preset) {
+    DeferParameters defer;
+    Transformer model(ModelConfig::preset(preset));
+    int64_t n = 0;
+    for (auto& [name, p] : model.named_parameters()) n += numel_of(p.shape());
+    return n;
+  };
+  CHECK(count("gpt2-124m") == 124439808);
+  CHECK(count("gpt2-350m") == 354823168);
+  CHECK(count("llama3-1b") == 1235814400 + 128256 * 2048);
+  CHECK(count("llama-100m") == doctest::Approx(1e8).epsilon(0.05));
+}
+
 TEST_CASE("initialisation depends on seed, name and index only") {
   Transformer a(ModelConfig::preset("gpt-tiny")), b(ModelConfig::preset("gpt-tiny"));
   initialize(a, 7);

@@ -55,6 +55,44 @@ const std::map<std::string, ModelConfig>& presets() {
       c.d_ff = d_ff;
       return c;
     };
+    // Real shapes (issue 27; docs/models.md): GPT-2 small and medium as OpenAI released
+    // them (GELU MLP of 4D, learned positions, the head tied to the token table), and
+    // LLaMA-3-style models: a trainable ~100M and LLaMA 3.2 1B's shape with shardlab's
+    // own untied head (1.50B parameters where the tied original has 1.24B).
+    ModelConfig gpt2 = gpt;
+    gpt2.vocab = 50257;
+    gpt2.context = 1024;
+    gpt2.d_model = 768;
+    gpt2.n_layers = 12;
+    gpt2.n_heads = 12;
+    gpt2.n_kv_heads = 12;
+    gpt2.d_ff = 3072;
+    m["gpt2-124m"] = gpt2;
+    ModelConfig gpt2_medium = gpt2;
+    gpt2_medium.d_model = 1024;
+    gpt2_medium.n_layers = 24;
+    gpt2_medium.n_heads = 16;
+    gpt2_medium.n_kv_heads = 16;
+    gpt2_medium.d_ff = 4096;
+    m["gpt2-350m"] = gpt2_medium;
+    ModelConfig llama3_1b = llama;
+    llama3_1b.vocab = 128256;
+    llama3_1b.context = 8192;
+    llama3_1b.d_model = 2048;
+    llama3_1b.n_layers = 16;
+    llama3_1b.n_heads = 32;
+    llama3_1b.n_kv_heads = 8;
+    llama3_1b.d_ff = 8192;
+    m["llama3-1b"] = llama3_1b;
+    ModelConfig llama_100m = llama;
+    llama_100m.vocab = 32768;
+    llama_100m.context = 1024;
+    llama_100m.d_model = 768;
+    llama_100m.n_layers = 8;
+    llama_100m.n_heads = 12;
+    llama_100m.n_kv_heads = 4;
+    llama_100m.d_ff = 2048;
+    m["llama-100m"] = llama_100m;
     m["gpt-moe-tiny"] = with_experts(tiny, 4, 1, tiny.d_ff);
     m["llama-moe-tiny"] = with_experts(llama_tiny, 4, 2, llama_tiny.d_ff);
     m["llama-moe-small"] = with_experts(llama, 8, 2, llama.d_ff / 2);

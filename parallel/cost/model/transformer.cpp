@@ -85,7 +85,9 @@ std::string TransformerShape::describe() const {
 std::vector<std::string> model_preset_names() {
   std::vector<std::string> names;
   for (const auto& s : presets()) names.push_back(s.name);
-  for (const auto& n : nn::ModelConfig::preset_names()) names.push_back(n);
+  for (const auto& n : nn::ModelConfig::preset_names()) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);  // the cost model's own first
+  }
   return names;
 }
 
