@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/comm/algorithm_table.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/mesh.h"
@@ -83,6 +84,29 @@ TEST_CASE("auto picks two-level for large all_reduces across hosts only, and the
   CHECK(mesh.context().trace.events().front().algorithm == Algorithm::kTwoLevel);
   CHECK(mesh.context().trace.events().front().bytes == kTwoLevelMinBytes);
   CHECK(v == std::vector<float>(v.size(), 4.0f));
+}
+
+// MPI's nonblocking all_reduce is slow across hosts over TCP, so an async all_reduce that
+// auto gives to MPI runs the ring there from 1 MiB (collectives.h).
+TEST_CASE("an async all_reduce across hosts that auto gives to MPI runs the ring from 1 MiB") {
+  if (world_size() != 4) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=4");
+  const AxisGroup& g = mesh.axis("data");
+  mesh.context().auto_table = AlgorithmTable({{CollectiveOp::kAllReduce, AlgorithmTable::kAnySize,
+                                               AlgorithmTable::kAnySize, Algorithm::kNative}});
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kAuto) == Algorithm::kAuto);  // one host
+  mesh.context().hosts = HostTopologies(mesh, mesh.rank() / 2);
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kAuto) == Algorithm::kRing);
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes - 4, Algorithm::kAuto) == Algorithm::kAuto);
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kNative) == Algorithm::kNative);  // asked for
+  CHECK(async_all_reduce_algorithm(g, kTwoLevelMinBytes, Algorithm::kAuto) == Algorithm::kTwoLevel);
+  mesh.context().trace.set_recording(true);
+  std::vector<float> v = pattern(kAsyncRingMinBytes / sizeof(float), g.rank()), flat = v;
+  MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(flat.size()), MPI_FLOAT, MPI_SUM, g.comm());
+  all_reduce_async(g, v).wait();
+  CHECK(v == flat);
+  REQUIRE(mesh.context().trace.events().size() == 1);
+  CHECK(mesh.context().trace.events().front().algorithm == Algorithm::kRing);
 }
 
 TEST_CASE("each group of a 2D mesh spans the made-up hosts as its ranks do") {

@@ -422,9 +422,21 @@ CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float>
                                       Algorithm a, DType wire, std::span<float> feedback) {
   return start_if(plan_reduce_scatter(g, in, out, a, wire, feedback));
 }
+// OpenMPI 4.1's nonblocking all_reduce across hosts over TCP is slow: 4 MiB between two
+// hosts at 1 Gb/s took 62.6 ms with MPI_Iallreduce + MPI_Wait, against 36 ms for
+// MPI_Allreduce and for the ring (docs/collectives.md, "Compressed wires on Ethernet").
+// So an async all_reduce from 1 MiB that `auto` would give to MPI runs the ring when its
+// group spans hosts; on one host (shared memory) auto's choice stands.
+Algorithm async_all_reduce_algorithm(const AxisGroup& g, int64_t bytes, Algorithm requested) {
+  if (requested != Algorithm::kAuto || bytes < kAsyncRingMinBytes || g.context().hosts.of(g).hosts() < 2) return requested;
+  const Algorithm chosen = resolve_algorithm(g, CollectiveOp::kAllReduce, bytes, requested);
+  return chosen == Algorithm::kNative ? Algorithm::kRing : chosen;
+}
+
 CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algorithm a, DType wire,
                                   std::span<float> feedback) {
-  return start_if(plan_all_reduce(g, buffer, op, a, wire, feedback));
+  const Algorithm algorithm = async_all_reduce_algorithm(g, static_cast<int64_t>(buffer.size_bytes()), a);
+  return start_if(plan_all_reduce(g, buffer, op, algorithm, wire, feedback));
 }
 CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
   return start_if(plan_all_to_all(g, in, out, a));
