@@ -30,6 +30,14 @@ DataParallelConfig data_config(const ParallelConfig& config) {
   return data;
 }
 
+// The tensor axis's configuration as the precision policy completes it: sequence
+// parallelism gathers a region's matmul inputs in the compute dtype.
+TensorParallelConfig tensor_config(const ParallelConfig& config) {
+  TensorParallelConfig tensor = config.tensor;
+  tensor.activation_dtype = config.precision.compute;
+  return tensor;
+}
+
 // The context axis's configuration as the precision policy completes it: K/V blocks
 // travel in the compute dtype.
 ContextParallelConfig context_config(const ParallelConfig& config) {
@@ -101,7 +109,7 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
   for (const Strategy strategy : strategies(mesh)) {
     switch (strategy) {
       case Strategy::kTensor:
-        split.shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
+        split.shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, tensor_config(config));
         break;
       case Strategy::kExpert: {
         std::shared_ptr<const ExpertParallel> experts =
@@ -178,7 +186,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   for (const Strategy strategy : applied) {
     switch (strategy) {
       case Strategy::kTensor:
-        plan_tensor_parallel_step(plan, mesh, model.config, config.tensor, rows, step.seq_len, step.microbatches);
+        plan_tensor_parallel_step(plan, mesh, model.config, tensor_config(config), rows, step.seq_len, step.microbatches);
         break;
       case Strategy::kExpert: {
         std::vector<int64_t> moe_layers;

@@ -20,6 +20,7 @@
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 #include "framework/ops.h"
+#include "framework/precision.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "parallel/comm/collectives.h"
@@ -290,6 +291,48 @@ TEST_CASE("the collective matmul equals all_gather then linear, forward and back
   CHECK(close(x1.grad(), x2.grad()) <= 1e-5);
   CHECK(close(w1.grad(), w2.grad()) <= 1e-5);
   CHECK(close(b1.grad(), b2.grad()) <= 1e-5);
+}
+
+// Sequence parallelism under bf16 gathers a region's matmul inputs as bf16
+// (TensorParallelConfig::activation_dtype): the matmul rounds its operands to bf16 anyway,
+// so the output and every gradient are those of the fp32 gather, bit for bit, on both bf16
+// matmul paths, for half the forward bytes.
+TEST_CASE("under bf16 a bf16 all_gather into a matmul gives the fp32 gather's results, for half the bytes") {
+  const int n = world_size();
+  if (n == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const int64_t b = 2, T = 3, D = 8, O = 5;
+  const auto values = [](int64_t count, float scale, int64_t offset) {
+    std::vector<float> v(count);
+    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
+    return v;
+  };
+  const std::vector<float> mine = values(b * T * D, 0.3f, 1000 * tp.rank());
+  const std::vector<float> wv = values(O * D, 0.7f, 0), bv = values(O, 1.1f, 0);
+  for (Bf16Matmul path : {Bf16Matmul::kRounded, Bf16Matmul::kNative}) {
+    CAPTURE(bf16_matmul_name(path));
+    const PrecisionScope bf16({.compute = DType::kBF16, .matmul = path});
+    std::vector<Tensor> x, w, y;
+    std::vector<int64_t> bytes;
+    for (DType wire : {DType::kF32, DType::kBF16}) {
+      x.push_back(Tensor::from({b, T, D}, mine).set_requires_grad(true));
+      w.push_back(Tensor::from({O, D}, wv).set_requires_grad(true));
+      mesh.context().trace.clear();
+      mesh.context().trace.set_recording(true);
+      y.push_back(ops::linear(gather_from_group(tp, x.back(), Algorithm::kAuto, wire), w.back(), Tensor::from({O}, bv)));
+      mesh.context().trace.set_recording(false);
+      bytes.push_back(mesh.context().trace.events().at(0).bytes);
+      ops::sum(ops::mul(y.back(), Tensor::from(y.back().shape(), values(y.back().numel(), 0.9f, 7)))).backward();
+    }
+    const auto same = [](const Tensor& p, const Tensor& q) {
+      return std::equal(p.data(), p.data() + p.numel(), q.data(), q.data() + q.numel());
+    };
+    CHECK(same(y[0], y[1]));
+    CHECK(same(x[0].grad(), x[1].grad()));
+    CHECK(same(w[0].grad(), w[1].grad()));
+    CHECK(bytes[1] * 2 == bytes[0]);
+  }
 }
 
 TEST_CASE("the vocab-parallel loss and embedding equal the unsharded ones") {

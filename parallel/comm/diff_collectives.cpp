@@ -21,9 +21,9 @@ void check_dim0(const AxisGroup& g, const Tensor& x, const char* op) {
   }
 }
 
-Tensor gather(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor gather(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire = DType::kF32) {
   Tensor y = Tensor::empty(with_dim0(x.shape(), x.dim(0) * g.size()));
-  all_gather(g, x.span(), y.span(), a);
+  all_gather(g, x.span(), y.span(), a, wire);
   return y;
 }
 
@@ -49,9 +49,9 @@ Tensor exchange(const AxisGroup& g, const Tensor& x, Algorithm a) {
 
 }  // namespace
 
-Tensor gather_from_group(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor gather_from_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: all_gather; backward: reduce_scatter over the group
-  return record(gather(g, x, a), "all_gather(" + g.name() + ")", {x},
+  return record(gather(g, x, a, wire), "all_gather(" + g.name() + ")", {x},
                 [&g, a](const Tensor& gy) { return std::vector<Tensor>{scatter(g, gy, a)}; });
 }
 

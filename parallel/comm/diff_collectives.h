@@ -21,7 +21,9 @@
 namespace shardlab::parallel {
 
 // [d0, ...] -> [G*d0, ...], rank i's block i.
-Tensor gather_from_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
+// `wire`: what the forward all_gather carries (collectives.h); its backward stays fp32.
+Tensor gather_from_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
+                         DType wire = DType::kF32);
 // [G*d, ...] -> [d, ...], the sum over ranks of block `rank`.
 Tensor scatter_to_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
 // Sum over ranks (Megatron g).

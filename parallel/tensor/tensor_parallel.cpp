@@ -5,6 +5,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/ops/wire_format.h"
 #include "framework/memory.h"
 #include "framework/ops.h"
 #include "parallel/comm/collectives.h"
@@ -141,11 +142,14 @@ RegionHooks megatron_hooks(const AxisGroup& tensor) {
 // leaves it. A batch whose B the axis does not divide (an evaluation batch, decoding)
 // runs as plain Megatron instead; the embedding decides, once per forward, for every hook
 // after it (a rematerialised block's recompute sees the same decision).
-RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded) {
+RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType activation_dtype) {
   const RegionHooks plain = megatron_hooks(tensor);
   RegionHooks h;
-  // forward: all_gather over tensor along dim 0; backward: reduce_scatter
-  h.enter = [&tensor, sharded, plain](const Tensor& x) { return *sharded ? gather_from_group(tensor, x) : plain.enter(x); };
+  // forward: all_gather over tensor along dim 0, in the dtype the region's matmuls read
+  // (TensorParallelConfig::activation_dtype); backward: reduce_scatter
+  h.enter = [&tensor, sharded, plain, activation_dtype](const Tensor& x) {
+    return *sharded ? gather_from_group(tensor, x, Algorithm::kAuto, activation_dtype) : plain.enter(x);
+  };
   // forward: reduce_scatter over tensor along dim 0; backward: all_gather
   h.leave = [&tensor, sharded, plain](const Tensor& x) { return *sharded ? scatter_to_group(tensor, x) : plain.leave(x); };
   h.restart = [&tensor, sharded, h](const Tensor& x) {
@@ -160,8 +164,8 @@ RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<boo
 }
 
 // Sequence parallelism whose all_gathers before wqkv and fc run as collective matmuls.
-RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded) {
-  RegionHooks h = sequence_parallel_hooks(tensor, sharded);
+RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType activation_dtype) {
+  RegionHooks h = sequence_parallel_hooks(tensor, sharded, activation_dtype);
   const nn::Module::Hook plain_enter = megatron_hooks(tensor).enter;
   h.enter_fused = [sharded, plain_enter](const Tensor& x) { return *sharded ? x : plain_enter(x); };
   h.gathering_product = [&tensor, sharded](const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -195,8 +199,8 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   shard_tensor_shapes(model, t, rank, seed);
 
   const auto sharded = std::make_shared<bool>(false);  // this forward's stream: split or whole
-  const RegionHooks h = config.overlap             ? overlapped_hooks(tensor, sharded)
-                        : config.sequence_parallel ? sequence_parallel_hooks(tensor, sharded)
+  const RegionHooks h = config.overlap             ? overlapped_hooks(tensor, sharded, config.activation_dtype)
+                        : config.sequence_parallel ? sequence_parallel_hooks(tensor, sharded, config.activation_dtype)
                                                    : megatron_hooks(tensor);
   for (auto& block : model.blocks) {
     if (c.n_kv_heads < t) {
@@ -274,7 +278,8 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
   };
   // Entering a region: f's all_reduce in backward, or all_gather (reduce_scatter in backward).
   const auto enter = [&](bool forward, const std::string& what) {
-    if (sp) add(forward ? CollectiveOp::kAllGather : CollectiveOp::kReduceScatter, activations, what);
+    if (sp && forward) add(CollectiveOp::kAllGather, wire_bytes(config.activation_dtype, activations / kBytesPerFloat), what);
+    else if (sp) add(CollectiveOp::kReduceScatter, activations, what);
     else if (!forward) add(CollectiveOp::kAllReduce, activations, what);
   };
   // Leaving a region: g's all_reduce in forward, or reduce_scatter (all_gather in backward).

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "framework/nn/transformer.h"
+#include "framework/precision.h"
 #include "parallel/comm/step_plan.h"
 #include "parallel/model_shards.h"
 
@@ -71,6 +72,12 @@ struct TensorParallelConfig {
   // all_gather before attention's wqkv and GPT's MLP fc runs as ppermute steps that
   // overlap the matmul of the chunks already gathered.
   bool overlap = false;
+  // What sequence parallelism's forward all_gathers carry into a region (the inputs of
+  // attention's wqkv, the MLP and the head): every reader there is a matmul, which takes its
+  // operands in the compute dtype, so under bf16 they travel as bf16 -- half the bytes,
+  // rounded exactly as the matmul rounds them, the same results. parallelize() sets it to
+  // the precision policy's compute dtype; backward's reduce_scatters stay fp32.
+  DType activation_dtype = DType::kF32;
 };
 
 std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, const AxisGroup& tensor, uint64_t seed,
