@@ -32,6 +32,7 @@
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/mesh.h"
+#include "examples/parse_flags.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
@@ -227,12 +228,7 @@ int run(int argc, char** argv) {
       ("collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
        "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))
       ("h,help", "show this help");
-  cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw bad_command_line(e.what(), argc, argv);
-  }
+  const cxxopts::ParseResult args = cli::parse_flags(options, argc, argv);
   int world_rank = 0, world_size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);

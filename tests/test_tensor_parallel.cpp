@@ -259,22 +259,33 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
   }
 }
 
+namespace {
+
+// A linear layer over rows gathered from the tensor axis: each rank's rows [2, 3, 8]
+// differ; the weight [5, 8] and bias are the same everywhere. Each call makes fresh leaves.
+struct GatheredLinear {
+  static std::vector<float> values(int64_t count, float scale, int64_t offset) {
+    std::vector<float> v(count);
+    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
+    return v;
+  }
+  explicit GatheredLinear(const AxisGroup& tp) : rows(values(2 * 3 * 8, 0.3f, 1000 * tp.rank())) {}
+  Tensor x() const { return Tensor::from({2, 3, 8}, rows).set_requires_grad(true); }
+  static Tensor w() { return Tensor::from({5, 8}, values(5 * 8, 0.7f, 0)).set_requires_grad(true); }
+  static Tensor bias() { return Tensor::from({5}, values(5, 1.1f, 0)).set_requires_grad(true); }
+  // A loss that weights every output element differently.
+  static Tensor loss(const Tensor& y) { return ops::sum(ops::mul(y, Tensor::from(y.shape(), values(y.numel(), 0.9f, 7)))); }
+  std::vector<float> rows;
+};
+
+}  // namespace
+
 TEST_CASE("the collective matmul equals all_gather then linear, forward and backward") {
   const int n = world_size();
   Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
   const AxisGroup& tp = mesh.axis("tensor");
-  const int64_t b = 2, T = 3, D = 8, O = 5;
-  const auto values = [](int64_t count, float scale, int64_t offset) {
-    std::vector<float> v(count);
-    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
-    return v;
-  };
-  // Each rank's rows differ; weights and bias are the same everywhere.
-  const std::vector<float> mine = values(b * T * D, 0.3f, 1000 * tp.rank());
-  const std::vector<float> wv = values(O * D, 0.7f, 0), bv = values(O, 1.1f, 0);
-  Tensor x1 = Tensor::from({b, T, D}, mine).set_requires_grad(true), x2 = Tensor::from({b, T, D}, mine).set_requires_grad(true);
-  Tensor w1 = Tensor::from({O, D}, wv).set_requires_grad(true), w2 = Tensor::from({O, D}, wv).set_requires_grad(true);
-  Tensor b1 = Tensor::from({O}, bv).set_requires_grad(true), b2 = Tensor::from({O}, bv).set_requires_grad(true);
+  const GatheredLinear layer(tp);
+  Tensor x1 = layer.x(), x2 = layer.x(), w1 = layer.w(), w2 = layer.w(), b1 = layer.bias(), b2 = layer.bias();
   Tensor fused = all_gather_linear(tp, x1, w1, b1);
   Tensor plain = ops::linear(gather_from_group(tp, x2), w2, b2);
   REQUIRE(fused.shape() == plain.shape());
@@ -284,10 +295,8 @@ TEST_CASE("the collective matmul equals all_gather then linear, forward and back
     return worst;
   };
   CHECK(close(fused, plain) <= 1e-6);
-  // A loss that weights every output element differently.
-  const Tensor weights = Tensor::from(plain.shape(), values(plain.numel(), 0.9f, 7));
-  ops::sum(ops::mul(fused, weights)).backward();
-  ops::sum(ops::mul(plain, weights)).backward();
+  GatheredLinear::loss(fused).backward();
+  GatheredLinear::loss(plain).backward();
   CHECK(close(x1.grad(), x2.grad()) <= 1e-5);
   CHECK(close(w1.grad(), w2.grad()) <= 1e-5);
   CHECK(close(b1.grad(), b2.grad()) <= 1e-5);
@@ -302,28 +311,21 @@ TEST_CASE("under bf16 a bf16 all_gather into a matmul gives the fp32 gather's re
   if (n == 1) return;
   Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
   const AxisGroup& tp = mesh.axis("tensor");
-  const int64_t b = 2, T = 3, D = 8, O = 5;
-  const auto values = [](int64_t count, float scale, int64_t offset) {
-    std::vector<float> v(count);
-    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
-    return v;
-  };
-  const std::vector<float> mine = values(b * T * D, 0.3f, 1000 * tp.rank());
-  const std::vector<float> wv = values(O * D, 0.7f, 0), bv = values(O, 1.1f, 0);
+  const GatheredLinear layer(tp);
   for (Bf16Matmul path : {Bf16Matmul::kRounded, Bf16Matmul::kNative}) {
     CAPTURE(bf16_matmul_name(path));
     const PrecisionScope bf16({.compute = DType::kBF16, .matmul = path});
     std::vector<Tensor> x, w, y;
     std::vector<int64_t> bytes;
     for (DType wire : {DType::kF32, DType::kBF16}) {
-      x.push_back(Tensor::from({b, T, D}, mine).set_requires_grad(true));
-      w.push_back(Tensor::from({O, D}, wv).set_requires_grad(true));
+      x.push_back(layer.x());
+      w.push_back(GatheredLinear::w());
       mesh.context().trace.clear();
       mesh.context().trace.set_recording(true);
-      y.push_back(ops::linear(gather_from_group(tp, x.back(), Algorithm::kAuto, wire), w.back(), Tensor::from({O}, bv)));
+      y.push_back(ops::linear(gather_from_group(tp, x.back(), Algorithm::kAuto, wire), w.back(), GatheredLinear::bias()));
       mesh.context().trace.set_recording(false);
       bytes.push_back(mesh.context().trace.events().at(0).bytes);
-      ops::sum(ops::mul(y.back(), Tensor::from(y.back().shape(), values(y.back().numel(), 0.9f, 7)))).backward();
+      GatheredLinear::loss(y.back()).backward();
     }
     const auto same = [](const Tensor& p, const Tensor& q) {
       return std::equal(p.data(), p.data() + p.numel(), q.data(), q.data() + q.numel());

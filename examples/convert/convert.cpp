@@ -13,6 +13,7 @@
 #include "framework/error.h"
 #include "framework/hf_model.h"
 #include "parallel/runtime/training_state.h"
+#include "examples/parse_flags.h"
 
 using namespace shardlab;
 
@@ -49,12 +50,7 @@ int run(int argc, char** argv) {
       "to", "where to write: a directory for an export, a .h5 file for an import", cxxopts::value<std::string>())(
       "format", "the other side's format: hf (config.json + model.safetensors)",
       cxxopts::value<std::string>()->default_value("hf"))("h,help", "print this help");
-  cxxopts::ParseResult p;
-  try {
-    p = o.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw bad_command_line(e.what(), argc, argv);
-  }
+  const cxxopts::ParseResult p = cli::parse_flags(o, argc, argv);
   if (p.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   if (!p.count("from") || !p.count("to")) throw UserError("--from and --to are required; see convert --help");
   const std::string format = p["format"].as<std::string>();

@@ -40,6 +40,7 @@
 #include "parallel/runtime/precision_choice.h"
 #include "parallel/runtime/sampling.h"
 #include "parallel/runtime/training_state.h"
+#include "examples/parse_flags.h"
 
 using namespace shardlab;
 
@@ -155,12 +156,7 @@ int run(int argc, char** argv) {
       "bf16-rounded operands); SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value("auto"))(
       "mesh", "mesh axes: data=1 (one process) or tensor=N (weights and KV cache split by heads over N ranks)",
       cxxopts::value<std::string>()->default_value("data=1"))("h,help", "print this help");
-  cxxopts::ParseResult p;
-  try {
-    p = o.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw bad_command_line(e.what(), argc, argv);
-  }
+  const cxxopts::ParseResult p = cli::parse_flags(o, argc, argv);
   if (p.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   if (!p.count("ckpt")) throw UserError("--ckpt is required: the checkpoint file to load (see train_gpt --ckpt-dir)");
   const std::string path = p["ckpt"].as<std::string>();

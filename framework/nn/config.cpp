@@ -59,40 +59,16 @@ const std::map<std::string, ModelConfig>& presets() {
     // them (GELU MLP of 4D, learned positions, the head tied to the token table), and
     // LLaMA-3-style models: a trainable ~100M and LLaMA 3.2 1B's shape with shardlab's
     // own untied head (1.50B parameters where the tied original has 1.24B).
-    ModelConfig gpt2 = gpt;
-    gpt2.vocab = 50257;
-    gpt2.context = 1024;
-    gpt2.d_model = 768;
-    gpt2.n_layers = 12;
-    gpt2.n_heads = 12;
-    gpt2.n_kv_heads = 12;
-    gpt2.d_ff = 3072;
-    m["gpt2-124m"] = gpt2;
-    ModelConfig gpt2_medium = gpt2;
-    gpt2_medium.d_model = 1024;
-    gpt2_medium.n_layers = 24;
-    gpt2_medium.n_heads = 16;
-    gpt2_medium.n_kv_heads = 16;
-    gpt2_medium.d_ff = 4096;
-    m["gpt2-350m"] = gpt2_medium;
-    ModelConfig llama3_1b = llama;
-    llama3_1b.vocab = 128256;
-    llama3_1b.context = 8192;
-    llama3_1b.d_model = 2048;
-    llama3_1b.n_layers = 16;
-    llama3_1b.n_heads = 32;
-    llama3_1b.n_kv_heads = 8;
-    llama3_1b.d_ff = 8192;
-    m["llama3-1b"] = llama3_1b;
-    ModelConfig llama_100m = llama;
-    llama_100m.vocab = 32768;
-    llama_100m.context = 1024;
-    llama_100m.d_model = 768;
-    llama_100m.n_layers = 8;
-    llama_100m.n_heads = 12;
-    llama_100m.n_kv_heads = 4;
-    llama_100m.d_ff = 2048;
-    m["llama-100m"] = llama_100m;
+    const auto shaped = [](ModelConfig c, int64_t vocab, int64_t context, int64_t d_model, int64_t layers,
+                           int64_t heads, int64_t kv_heads, int64_t d_ff) {
+      c.vocab = vocab, c.context = context, c.d_model = d_model, c.n_layers = layers;
+      c.n_heads = heads, c.n_kv_heads = kv_heads, c.d_ff = d_ff;
+      return c;
+    };
+    m["gpt2-124m"] = shaped(gpt, 50257, 1024, 768, 12, 12, 12, 3072);
+    m["gpt2-350m"] = shaped(gpt, 50257, 1024, 1024, 24, 16, 16, 4096);
+    m["llama3-1b"] = shaped(llama, 128256, 8192, 2048, 16, 32, 8, 8192);
+    m["llama-100m"] = shaped(llama, 32768, 1024, 768, 8, 12, 4, 2048);
     m["gpt-moe-tiny"] = with_experts(tiny, 4, 1, tiny.d_ff);
     m["llama-moe-tiny"] = with_experts(llama_tiny, 4, 2, llama_tiny.d_ff);
     m["llama-moe-small"] = with_experts(llama, 8, 2, llama.d_ff / 2);
