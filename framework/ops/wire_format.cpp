@@ -4,7 +4,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "framework/error.h"
 #include "framework/ops/bf16.h"
@@ -68,13 +67,14 @@ void dequantize_block(const int8_t* q, int64_t n, uint8_t exponent, float* out) 
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(q[i]) * scale;
 }
 
-// Encodes x (+ residual) block by block; `decoded`, when given, receives the values a
-// peer decodes (n floats, may alias x).
+// Encodes x (+ residual) block by block into `out` (null: only `decoded` is wanted);
+// `decoded`, when given, receives the values a peer decodes (n floats, may alias x).
 void encode_int8(const float* x, int64_t n, uint8_t* out, float* residual, float* decoded) {
   uint8_t* exponents = out;
-  int8_t* q = reinterpret_cast<int8_t*>(out + blocks(n));
+  int8_t* q = out ? reinterpret_cast<int8_t*>(out + blocks(n)) : nullptr;
   alignas(64) float v[kInt8Block];
   alignas(64) float back[kInt8Block];
+  int8_t block_q[kInt8Block];
   for (int64_t b = 0, begin = 0; begin < n; ++b, begin += kInt8Block) {
     const int64_t len = std::min(kInt8Block, n - begin);
     const float* values = x + begin;
@@ -82,12 +82,13 @@ void encode_int8(const float* x, int64_t n, uint8_t* out, float* residual, float
       for (int64_t i = 0; i < len; ++i) v[i] = x[begin + i] + residual[begin + i];
       values = v;
     }
-    exponents[b] = block_exponent(values, len);
+    const uint8_t exponent = block_exponent(values, len);
+    if (out) exponents[b] = exponent;
     const bool need_back = residual || decoded;
-    quantize_block(values, len, exponents[b], q + begin, need_back ? back : nullptr);
+    quantize_block(values, len, exponent, out ? q + begin : block_q, need_back ? back : nullptr);
     if (residual) {
       // A non-finite block keeps no residual: the step that sent it is skipped or stops.
-      const bool finite = exponents[b] != kNonFinite;
+      const bool finite = exponent != kNonFinite;
       for (int64_t i = 0; i < len; ++i) residual[begin + i] = finite ? values[i] - back[i] : 0.0f;
     }
     if (decoded) std::memcpy(decoded + begin, back, static_cast<size_t>(len) * sizeof(float));
@@ -173,17 +174,17 @@ void round_to_wire(DType wire, float* x, int64_t n, float* residual) {
   switch (wire) {
     case DType::kF32: return;
     case DType::kBF16:
+      if (!residual) {
+        round_bf16(x, x, n);
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
-        const float v = residual ? x[i] + residual[i] : x[i];
+        const float v = x[i] + residual[i];
         x[i] = round_bf16(v);
-        if (residual) residual[i] = v - x[i];
+        residual[i] = v - x[i];
       }
       return;
-    case DType::kInt8: {
-      std::vector<uint8_t> bytes(static_cast<size_t>(wire_bytes(wire, n)));
-      encode_int8(x, n, bytes.data(), residual, x);
-      return;
-    }
+    case DType::kInt8: encode_int8(x, n, nullptr, residual, x); return;
   }
 }
 

@@ -3,8 +3,13 @@
 #include <cmath>
 
 #include "framework/error.h"
+#include "framework/ops/wire_format.h"
 
 namespace shardlab::cost {
+namespace {
+// Values per block exponent of the int8 wire: the runtime's own block.
+constexpr double kInt8WireBlock = static_cast<double>(shardlab::kInt8Block);
+}  // namespace
 
 const std::vector<DType>& wire_dtypes() {
   static const std::vector<DType> dtypes{DType::kFp32, DType::kBf16, DType::kInt8};

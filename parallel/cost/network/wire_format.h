@@ -23,7 +23,6 @@
 
 namespace shardlab::cost {
 
-inline constexpr double kInt8WireBlock = 256;  // values per block exponent of the int8 wire
 
 struct WireDtypes {
   DType reduce = DType::kBf16;  // gradient all_reduce / reduce_scatter over the data axes
