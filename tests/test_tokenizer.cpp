@@ -13,6 +13,7 @@
 
 #include "framework/error.h"
 #include "framework/text/tokenizer.h"
+#include "framework/text/stream_encoder.h"
 #include "framework/text/tokenizer_files.h"
 #include "tests/temp_dir.h"
 
@@ -193,4 +194,31 @@ TEST_CASE("a file that is not a tokenizer, or an inconsistent one, is a clear er
                        UserError);
   const Tokenizer tok(read_tokenizer_file(reference().dir.file("gpt2_strings.json")));
   CHECK_THROWS_WITH_AS(tok.decode(std::vector<int>{5000}), doctest::Contains("token id 5000 is no token"), UserError);
+}
+
+TEST_CASE("a text fed in blocks of any size encodes as the whole text") {
+  const Tokenizer gpt2(read_tokenizer_file(reference().dir.file("gpt2_strings.json")));
+  const Tokenizer llama(read_tokenizer_file(reference().dir.file("llama3.tiktoken")));
+  std::mt19937 rng(3);
+  const std::string words[] = {"the", " quick", "fox", ".", "\n", "\n\n", "  ", " ", "It's", "123456", "é", "\xff",
+                               "<|endoftext|>", "!\n", "\r\n", "\t"};
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += words[rng() % std::size(words)];
+  CHECK(last_safe_cut("ab\ncd") == 3);
+  CHECK(last_safe_cut("ab \ncd") == 0);  // a space before the newline may join it
+  CHECK(last_safe_cut("ab\n cd") == 0);  // a space after it may start the next piece
+  for (const Tokenizer* tok : {&gpt2, &llama}) {
+    for (size_t block : {1, 7, 64, 1000}) {
+      StreamEncoder stream(*tok);
+      std::vector<int> ids;
+      for (size_t at = 0; at < text.size(); at += block) {
+        const std::vector<int> part = stream.feed(std::string_view(text).substr(at, block));
+        ids.insert(ids.end(), part.begin(), part.end());
+      }
+      CHECK(stream.buffered_bytes() < text.size());
+      const std::vector<int> tail = stream.finish();
+      ids.insert(ids.end(), tail.begin(), tail.end());
+      CHECK(ids == tok->encode(text));
+    }
+  }
 }
