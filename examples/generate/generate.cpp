@@ -117,7 +117,7 @@ struct Codec {
 
 // Without a tokenizer, generate reads prompts and prints output as bytes, one token each; a
 // model trained on llm.c token shards (GPT-2 ids) would be fed bytes and print its ids as
-// bytes, garbage: refused, naming the data. With one, the tokenizer's ids must all be rows
+// bytes, garbage: refused, naming the data, as is a model trained with --tokenizer. With one, the tokenizer's ids must all be rows
 // of the model's embedding. A checkpoint without `data` (from before it was stored) was
 // trained on the arithmetic task.
 void check_vocabulary(const std::string& path, const nn::ModelConfig& config, const Codec& codec) {
@@ -130,6 +130,13 @@ void check_vocabulary(const std::string& path, const nn::ModelConfig& config, co
     return;
   }
   const Attributes attributes = CheckpointReader(path).config();
+  const auto trained_with = attributes.find("tokenizer");
+  if (trained_with != attributes.end() && std::holds_alternative<std::string>(trained_with->second) &&
+      !std::get<std::string>(trained_with->second).empty()) {
+    const std::string& file = std::get<std::string>(trained_with->second);
+    throw UserError("checkpoint " + path + " was trained on text encoded by --tokenizer " + file +
+                    "; pass --tokenizer " + file + " (bytes are not its tokens)");
+  }
   const auto data = attributes.find("data");
   if (data == attributes.end() || !std::holds_alternative<std::string>(data->second)) return;
   const std::string& trained_on = std::get<std::string>(data->second);
