@@ -34,7 +34,7 @@ ckpt=$dir/ckpt/ckpt_000060.h5
 "$train" --threads 1 --model gpt-tiny --tokenizer "$tok" --data "$dir/corpus.txt" --steps 2 --eval-every 0 \
   --eval-batches 1 --ckpt-dir "$dir/text" > "$dir/text.log" 2>&1 || { fail "train_gpt --tokenizer:"; tail -5 "$dir/text.log"; }
 grep -q "^model .* V=557 " "$dir/text.log" || fail "train_gpt --tokenizer did not take the vocabulary 557: $(grep ^model "$dir/text.log")"
-grep -q "^data .*corpus.txt, encoded by $tok (" "$dir/text.log" || fail "data line: $(grep ^data "$dir/text.log")"
+grep -q "^data .*corpus.txt, tokenizer $tok (" "$dir/text.log" || fail "data line: $(grep ^data "$dir/text.log")"
 "$generate" --ckpt "$dir/text/ckpt_000002.h5" --prompt "the" --max-new 4 > /dev/null 2> "$dir/err" &&
   fail "a model trained with --tokenizer ran without it"
 grep -q "trained on text encoded by --tokenizer $tok; pass --tokenizer" "$dir/err" || fail "refusal: $(cat "$dir/err")"

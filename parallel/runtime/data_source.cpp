@@ -43,8 +43,8 @@ DataSource open_data(const RunConfig& run) {
                         "LLaMA 3's 128256 do not yet");
       }
     }
-    // Named in logs and errors with the tokenizer that made their ids.
-    const std::string encoded = tokenizer ? ", encoded by " + run.tokenizer : "";
+    // Named in logs and errors with the tokenizer of their ids.
+    const std::string encoded = tokenizer ? ", tokenizer " + run.tokenizer : "";
     std::vector<uint16_t> tokens = read_tokens(run.data, tokenizer.get());
     if (!run.val_data.empty()) {
       d.heldout = std::make_shared<data::TokenDataset>(read_tokens(run.val_data, tokenizer.get()),
