@@ -12,7 +12,7 @@ targets=()
 [ $# -gt 0 ] && targets=(--target "$@")
 
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libdnnl-dev libhdf5-dev libcxxopts-dev doctest-dev
-          nlohmann-json3-dev libtomlplusplus-dev)
+          nlohmann-json3-dev libtomlplusplus-dev libpcre2-dev)
 # launch/test.sh adds what only the tests use (SHARDLAB_EXTRA_PACKAGES, space-separated).
 # shellcheck disable=SC2206
 packages+=(${SHARDLAB_EXTRA_PACKAGES:-})

@@ -20,8 +20,9 @@ if [ "${1:-}" = "--long" ]; then
   shift
   long=()
 fi
-# The documentation's h5py snippets run in the suite (tests/doc_snippets.sh): Debian's h5py.
-export SHARDLAB_EXTRA_PACKAGES="python3-h5py ${SHARDLAB_EXTRA_PACKAGES:-}"
+# The documentation's h5py snippets run in the suite (tests/doc_snippets.sh): Debian's h5py;
+# the tokenizer test's reference BPE (tests/bpe_reference.py) uses Debian's regex module.
+export SHARDLAB_EXTRA_PACKAGES="python3-h5py python3-regex ${SHARDLAB_EXTRA_PACKAGES:-}"
 bash launch/setup.sh "$build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "${long[@]}" "$@"

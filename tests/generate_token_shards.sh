@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# generate_token_shards.sh TRAIN_GPT GENERATE: generate has no tokenizer, so it refuses a
+# generate_token_shards.sh TRAIN_GPT GENERATE: without --tokenizer generate refuses a
 # checkpoint trained on llm.c token shards -- one line naming the checkpoint's data and the
 # fix, exit 1, no text -- and still decodes one trained on a text file (bytes are tokens).
 set -uo pipefail
@@ -27,7 +27,7 @@ train_on "$dir/text.txt" 256 text
 rc=$?
 [ $rc = 1 ] || fail "generate on a token-shard model exited $rc, not 1"
 [ -s "$dir/out" ] && fail "generate printed text for a token-shard model: $(cat "$dir/out")"
-grep -q "trained on llm.c token shards (--data $dir/shard.bin), but generate has no tokenizer.*--data arithmetic or a text file" "$dir/err" ||
+grep -q "trained on llm.c token shards (--data $dir/shard.bin), but generate has no --tokenizer.*pass --tokenizer" "$dir/err" ||
   { fail "the refusal does not name the data and the fix:"; cat "$dir/err"; }
 
 "$generate" --ckpt "$dir/text/ckpt_000001.h5" --prompt "the" --max-new 4 > "$dir/out" 2> "$dir/err" ||

@@ -1,9 +1,12 @@
 // generate: load a train_gpt checkpoint and continue a prompt, greedily or by sampling,
-// on one process or with the weights and the KV cache split over a tensor axis. Bytes are
-// tokens: a model trained on llm.c token shards is refused (no tokenizer yet).
+// on one process or with the weights and the KV cache split over a tensor axis. Without
+// --tokenizer bytes are tokens, and a model trained on llm.c token shards is refused; with
+// one the prompts are encoded and the output decoded by it (framework/text/tokenizer.h).
 //
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --max-new 8
 //   generate --ckpt runs/ckpt_002000.h5 --prompt "Once" --temperature 0.8 --top-k 40
+//   generate --ckpt runs/gpt2.h5 --tokenizer gpt2/tokenizer.json --prompt "Once upon a time"
+//            --temperature 0.8 --top-p 0.95 --stop "<|endoftext|>" --stop "The End"
 //   mpirun -n 2 generate --ckpt runs/ckpt_002000.h5 --prompt "12+34=" --mesh tensor=2
 //   generate --ckpt runs/ckpt_002000.h5 --prompts prompts.txt        (one prompt per line, one batch)
 //   generate --ckpt runs/ckpt_002000.h5 --max-new 500 --sliding-window (past the context)
@@ -30,6 +33,7 @@
 #include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/ops/compute_copies.h"
+#include "framework/text/tokenizer_files.h"
 #include "parallel/comm/comm.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/cost/hardware/hardware.h"
@@ -91,25 +95,61 @@ void report_precision(const PrecisionPolicy& policy, const ComputeCopies& copies
   std::fprintf(stderr, "\n");
 }
 
-// generate reads prompts and prints output as bytes, one token each; a model trained on
-// llm.c token shards (GPT-2 ids) would be fed bytes and print its ids as bytes, garbage.
-// Refused, naming the data, until there is a tokenizer. A checkpoint without `data` (from
-// before it was stored) was trained on the arithmetic task.
-void require_byte_level(const std::string& path) {
-  const Attributes config = CheckpointReader(path).config();
-  const auto data = config.find("data");
-  if (data == config.end() || !std::holds_alternative<std::string>(data->second)) return;
+// Text to ids and back: a tokenizer's, or bytes are tokens.
+struct Codec {
+  std::unique_ptr<text::Tokenizer> tokenizer;  // null: bytes
+
+  std::vector<int> encode(const std::string& text, const nn::ModelConfig& config) const {
+    if (tokenizer) return tokenizer->encode(text);
+    std::vector<int> ids;
+    for (char c : text) {
+      const int id = static_cast<unsigned char>(c);
+      if (id >= config.vocab) throw UserError("prompt byte " + std::to_string(id) + " is outside the model vocabulary");
+      ids.push_back(id);
+    }
+    return ids;
+  }
+  std::string decode(const std::vector<int>& ids) const {
+    if (tokenizer) return tokenizer->decode(ids);
+    return std::string(ids.begin(), ids.end());
+  }
+};
+
+// Without a tokenizer, generate reads prompts and prints output as bytes, one token each; a
+// model trained on llm.c token shards (GPT-2 ids) would be fed bytes and print its ids as
+// bytes, garbage: refused, naming the data, as is a model trained with --tokenizer. With one, the tokenizer's ids must all be rows
+// of the model's embedding. A checkpoint without `data` (from before it was stored) was
+// trained on the arithmetic task.
+void check_vocabulary(const std::string& path, const nn::ModelConfig& config, const Codec& codec) {
+  if (codec.tokenizer) {
+    if (codec.tokenizer->vocab_size() > config.vocab) {
+      throw UserError("--tokenizer has " + std::to_string(codec.tokenizer->vocab_size()) + " token ids but checkpoint " +
+                      path + "'s model has a vocabulary of " + std::to_string(config.vocab) +
+                      "; give the tokenizer the model was trained with");
+    }
+    return;
+  }
+  const Attributes attributes = CheckpointReader(path).config();
+  const auto trained_with = attributes.find("tokenizer");
+  if (trained_with != attributes.end() && std::holds_alternative<std::string>(trained_with->second) &&
+      !std::get<std::string>(trained_with->second).empty()) {
+    const std::string& file = std::get<std::string>(trained_with->second);
+    throw UserError("checkpoint " + path + " was trained on text encoded by --tokenizer " + file +
+                    "; pass --tokenizer " + file + " (bytes are not its tokens)");
+  }
+  const auto data = attributes.find("data");
+  if (data == attributes.end() || !std::holds_alternative<std::string>(data->second)) return;
   const std::string& trained_on = std::get<std::string>(data->second);
   if (!data::is_token_shard(trained_on)) return;
   throw UserError("checkpoint " + path + " was trained on llm.c token shards (--data " + trained_on +
-                  "), but generate has no tokenizer: it reads the prompt and prints the output as bytes, one token "
-                  "each, which for this model would be garbage; generate from a model trained on --data arithmetic "
-                  "or a text file (byte-level)");
+                  "), but generate has no --tokenizer: it reads the prompt and prints the output as bytes, one token "
+                  "each, which for this model would be garbage; pass --tokenizer with the tokenizer the shards were "
+                  "made with (prepare_data --tokenizer)");
 }
 
-// The prompts as token ids: --prompt, or --prompts FILE with one prompt per line (empty
-// lines skipped). Bytes are tokens.
-std::vector<std::vector<int>> read_prompts(const cxxopts::ParseResult& p, const nn::ModelConfig& config) {
+// The prompts' texts: --prompt, or --prompts FILE with one prompt per line (empty lines
+// skipped).
+std::vector<std::string> read_prompts(const cxxopts::ParseResult& p) {
   std::vector<std::string> texts;
   if (p.count("prompts")) {
     const std::string path = p["prompts"].as<std::string>();
@@ -123,22 +163,24 @@ std::vector<std::vector<int>> read_prompts(const cxxopts::ParseResult& p, const 
     texts.push_back(p["prompt"].as<std::string>());
     if (texts[0].empty()) throw UserError("--prompt is empty; give at least one byte of text to continue (default: a newline)");
   }
-  std::vector<std::vector<int>> prompts;
-  for (const std::string& text : texts) {
-    std::vector<int>& ids = prompts.emplace_back();
-    for (char c : text) {
-      const int id = static_cast<unsigned char>(c);
-      if (id >= config.vocab) throw UserError("prompt byte " + std::to_string(id) + " is outside the model vocabulary");
-      ids.push_back(id);
-    }
-  }
-  return prompts;
+  return texts;
+}
+
+// Where a row's new text ends: before the first stop string, after the first newline under
+// --stop-at-newline, or at its end; std::string::npos when it runs on.
+size_t stop_position(const std::string& text, const std::vector<std::string>& stops, bool at_newline) {
+  size_t end = std::string::npos;
+  for (const std::string& s : stops) end = std::min(end, text.find(s));
+  if (at_newline && text.find('\n') != std::string::npos) end = std::min(end, text.find('\n') + 1);
+  return end;
 }
 
 int run(int argc, char** argv) {
   cxxopts::Options o("generate", "Sample text from a train_gpt checkpoint (KV-cached decoding).");
   o.add_options()("ckpt", "checkpoint file (.h5) written by train_gpt on byte-level data (arithmetic or a text file)", cxxopts::value<std::string>())(
-      "prompt", "text to continue (bytes are tokens)", cxxopts::value<std::string>()->default_value("\n"))(
+      "prompt", "text to continue", cxxopts::value<std::string>()->default_value("\n"))(
+      "tokenizer", "Hugging Face tokenizer.json or tiktoken file that encodes the prompts and decodes the output "
+      "(default: bytes are tokens)", cxxopts::value<std::string>())(
       "prompts", "file of prompts, one per line, decoded together as one batch (left-padded to one length)",
       cxxopts::value<std::string>())(
       "sliding-window", "let the output run past the model context: when the KV cache fills, keep each "
@@ -146,10 +188,14 @@ int run(int argc, char** argv) {
       "max-new", "tokens to generate", cxxopts::value<int>()->default_value("64"))(
       "temperature", "0 for greedy, else softmax temperature", cxxopts::value<float>()->default_value("0"))(
       "top-k", "sample among the k most likely tokens (0: all)", cxxopts::value<int>()->default_value("0"))(
+      "top-p", "nucleus sampling: among the fewest most likely tokens whose probabilities reach p (1: all)",
+      cxxopts::value<float>()->default_value("1"))(
+      "stop", "stop a row at this text (repeatable); a special token's text (<|endoftext|>) stops at that token. "
+      "The stop is not printed", cxxopts::value<std::vector<std::string>>())(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
       "collective-timeout", "seconds a rank may wait in one collective before the job is aborted, naming the "
       "missing rank (0: 300)", cxxopts::value<double>()->default_value("0"))(
-      "stop-at-newline", "stop after the first newline")(
+      "stop-at-newline", "stop after the first newline (printed)")(
       "precision", "matmul dtype: fp32, or bf16 (bf16 operands, fp32 accumulation)",
       cxxopts::value<std::string>()->default_value("fp32"))(
       "bf16-matmul", "bf16 matmul kernels: auto (measured), native (oneDNN's bf16) or rounded (fp32 kernels on "
@@ -169,6 +215,8 @@ int run(int argc, char** argv) {
   if (p["top-k"].as<int>() < 0) {
     throw UserError("--top-k must be 0 (all tokens) or positive, got " + std::to_string(p["top-k"].as<int>()));
   }
+  const float top_p = p["top-p"].as<float>();
+  if (!(top_p > 0.0f && top_p <= 1.0f)) throw UserError("--top-p must be above 0 and at most 1, got " + format_number(top_p));
   if (p.count("prompts") && p.count("prompt")) throw UserError("give --prompt or --prompts FILE, not both");
   const bool sliding = p.count("sliding-window") > 0;
   const std::string precision = p["precision"].as<std::string>(), bf16_matmul = p["bf16-matmul"].as<std::string>();
@@ -176,8 +224,27 @@ int run(int argc, char** argv) {
   runtime::check_bf16_matmul_flag(compute, precision, bf16_matmul);
 
   const nn::ModelConfig config = runtime::checkpoint_model_config(path);
-  require_byte_level(path);
-  const std::vector<std::vector<int>> prompts = read_prompts(p, config);
+  Codec codec;
+  if (p.count("tokenizer")) {
+    codec.tokenizer = std::make_unique<text::Tokenizer>(text::read_tokenizer_file(p["tokenizer"].as<std::string>()));
+  }
+  check_vocabulary(path, config, codec);
+  const std::vector<std::string> texts = read_prompts(p);
+  std::vector<std::vector<int>> prompts;
+  for (const std::string& t : texts) prompts.push_back(codec.encode(t, config));
+  // --stop: a special token's text stops at that id, any other text once a row's text holds it.
+  std::vector<int> stop_tokens;
+  std::vector<std::string> stop_strings;
+  for (const std::string& s : p.count("stop") ? p["stop"].as<std::vector<std::string>>() : std::vector<std::string>{}) {
+    if (s.empty()) throw UserError("--stop is empty; give the text that ends a row");
+    const std::optional<int> special = codec.tokenizer ? codec.tokenizer->special_id(s) : std::nullopt;
+    if (special) {
+      stop_tokens.push_back(*special);
+    } else {
+      stop_strings.push_back(s);
+    }
+  }
+  const bool at_newline = p.count("stop-at-newline") > 0;
   size_t longest = 0;
   for (const auto& ids : prompts) longest = std::max(longest, ids.size());
   if (!sliding && static_cast<int64_t>(longest) + max_new > config.context) {
@@ -215,8 +282,14 @@ int run(int argc, char** argv) {
   const runtime::SampleOptions options{.max_new = max_new,
                                    .temperature = p["temperature"].as<float>(),
                                    .top_k = p["top-k"].as<int>(),
+                                   .top_p = top_p,
                                    .seed = p["seed"].as<uint64_t>(),
-                                   .stop_token = p.count("stop-at-newline") ? '\n' : -1,
+                                   .vocab_limit = codec.tokenizer ? codec.tokenizer->vocab_size() : 0,
+                                   .stop_tokens = stop_tokens,
+                                   .stop_when = [&](const std::vector<int>& out) {
+                                     return (!stop_strings.empty() || at_newline) &&
+                                            stop_position(codec.decode(out), stop_strings, at_newline) != std::string::npos;
+                                   },
                                    .sliding_window = sliding};
   runtime::SampleTiming timing;
   const auto outputs = [&] {
@@ -226,9 +299,15 @@ int run(int argc, char** argv) {
   if (mesh.rank() == 0) {
     for (size_t r = 0; r < prompts.size(); ++r) {
       if (r > 0) std::printf("---\n");  // between the results of a --prompts batch
-      std::string text(prompts[r].begin(), prompts[r].end());
-      for (int t : outputs[r]) text += static_cast<char>(t);
-      std::printf("%s\n", text.c_str());
+      std::vector<int> out = outputs[r];
+      if (!out.empty() && std::find(stop_tokens.begin(), stop_tokens.end(), out.back()) != stop_tokens.end()) {
+        out.pop_back();  // the stop token is not printed
+      }
+      std::string text = codec.decode(out);
+      text.resize(std::min(text.size(), stop_position(text, stop_strings, at_newline)));
+      std::fwrite(texts[r].data(), 1, texts[r].size(), stdout);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::printf("\n");
     }
     std::fflush(stdout);
     report_precision(policy, copies);

@@ -5,6 +5,7 @@
 
 #include "examples/train/config_file.h"
 #include "framework/error.h"
+#include "framework/text/tokenizer_files.h"
 
 namespace shardlab::cli {
 
@@ -83,6 +84,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        "'shards/train_*.bin' takes every match, in name order", cxxopts::value<std::string>()->default_value(r.data))
       ("val-data", "held-out file(s) for evaluation, same forms as --data (default: the last tenth of --data)",
        cxxopts::value<std::string>()->default_value(""))
+      ("tokenizer", "Hugging Face tokenizer.json or tiktoken file that encodes text --data files at load (default: "
+       "bytes are tokens); the vocabulary is its size unless --vocab is given", cxxopts::value<std::string>()->default_value(""))
       ("digits", "operand digits of the arithmetic task", cxxopts::value<int>()->default_value(std::to_string(r.digits)));
   o.add_options("optimisation")
       ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
@@ -228,6 +231,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
   r.data = p["data"].as<std::string>();
   r.val_data = p["val-data"].as<std::string>();
+  r.tokenizer = p["tokenizer"].as<std::string>();
+  if (!r.tokenizer.empty() && !p.count("vocab")) {
+    r.model.vocab = text::Tokenizer(text::read_tokenizer_file(r.tokenizer)).vocab_size();
+  }
   r.digits = p["digits"].as<int>();
   r.batch = p["batch"].as<int64_t>();
   r.seq_len = p["seq-len"].as<int64_t>();

@@ -109,7 +109,7 @@ std::vector<uint16_t> read_token_file(const std::string& path) {
   return is_token_shard(path) ? read_shard(path) : read_text_bytes(path);
 }
 
-std::vector<std::string> expand_data_paths(const std::string& pattern) {
+std::vector<std::string> expand_data_paths(const std::string& pattern, const std::string& what) {
   const std::filesystem::path path(pattern);
   const std::string name = path.filename().string();
   if (name.find_first_of("*?[") == std::string::npos) return {pattern};
@@ -122,7 +122,7 @@ std::vector<std::string> expand_data_paths(const std::string& pattern) {
     }
   }
   if (found.empty()) {
-    throw UserError("--data '" + pattern + "' matches no file in '" + dir.string() +
+    throw UserError(what + " '" + pattern + "' matches no file in '" + dir.string() +
                     "'; check the directory and the pattern (quote it so the shell does not expand it)");
   }
   std::sort(found.begin(), found.end());

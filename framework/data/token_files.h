@@ -36,8 +36,8 @@ std::vector<uint16_t> read_token_file(const std::string& path);
 
 // The files a --data argument names: the path itself, or -- when its file name holds a
 // wildcard (* ? [) -- every file of that directory matching it, sorted by name
-// ("fineweb/train_*.bin"); UserError when none matches.
-std::vector<std::string> expand_data_paths(const std::string& pattern);
+// ("fineweb/train_*.bin"); UserError, naming the pattern as `what`, when none matches.
+std::vector<std::string> expand_data_paths(const std::string& pattern, const std::string& what = "--data");
 // The tokens of every file expand_data_paths finds, one after another.
 std::vector<uint16_t> read_token_files(const std::string& pattern);
 

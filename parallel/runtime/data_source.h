@@ -1,8 +1,9 @@
 // The data a run trains and evaluates on, chosen by --data.
 //
 // "arithmetic" is the embedded task (no download), with a held-out split and an
-// exact-match metric; any other value is a path to an llm.c .bin shard (by its magic) or
-// a text file read as bytes, evaluated on the loss of its later rows.
+// exact-match metric; any other value is a path to an llm.c .bin shard (by its name) or
+// a text file, read as bytes or, with --tokenizer, encoded by that tokenizer at load;
+// evaluated on the loss of its later rows.
 #pragma once
 
 #include <memory>

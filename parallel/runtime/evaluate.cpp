@@ -16,7 +16,7 @@ EvalResult evaluate(const nn::Transformer& model, const DataSource& data, const 
   }
   if (data.task && run.eval_problems > 0) {
     auto greedy = [&model](const std::vector<int>& prompt, int max_new) {
-      return sample(model, {prompt}, {.max_new = max_new, .temperature = 0.0f, .stop_token = '\n'})[0];
+      return sample(model, {prompt}, {.max_new = max_new, .temperature = 0.0f, .stop_tokens = {'\n'}})[0];
     };
     r.accuracy = data.task->evaluate(greedy, run.eval_problems).accuracy();
   }

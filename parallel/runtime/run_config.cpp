@@ -69,6 +69,9 @@ void RunConfig::validate() const {
   require_positive("--max-skips", max_skips);
   if (eval_problems < 0) throw UserError("--eval-problems must not be negative, got " + std::to_string(eval_problems));
   parallel::parse_schedule_kind(pp_schedule);  // names the choices
+  if (!tokenizer.empty() && data == "arithmetic") {
+    throw UserError("--tokenizer needs text --data files: the arithmetic task has its own byte vocabulary");
+  }
   if (!val_data.empty() && data == "arithmetic") {
     throw UserError("--val-data needs --data files: the arithmetic task has its own held-out problems");
   }
@@ -91,7 +94,7 @@ Attributes RunConfig::to_attributes() const {
           {"capacity_factor", static_cast<double>(model.capacity_factor)},
           {"aux_loss_coef", static_cast<double>(model.aux_loss_coef)},
           {"z_loss_coef", static_cast<double>(model.z_loss_coef)},
-          {"precision", precision}};
+          {"precision", precision},            {"tokenizer", tokenizer}};
 }
 
 double RunConfig::watchdog_timeout(double first_step_seconds) const {

@@ -13,22 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int pick(const float* logits, int64_t V, const SampleOptions& o, uint64_t draw) {
-  if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits, logits + V) - logits);
-  std::vector<std::pair<float, int>> scored(V);
-  for (int64_t v = 0; v < V; ++v) scored[v] = {logits[v] / o.temperature, static_cast<int>(v)};
-  int64_t keep = o.top_k > 0 ? std::min<int64_t>(o.top_k, V) : V;
-  std::partial_sort(scored.begin(), scored.begin() + keep, scored.end(), std::greater<>());
-  double z = 0.0;
-  for (int64_t i = 0; i < keep; ++i) z += std::exp(scored[i].first - scored[0].first);
-  double u = Rng(o.seed).uniform(hash_name("sample"), draw) * z;
-  for (int64_t i = 0; i < keep; ++i) {
-    u -= std::exp(scored[i].first - scored[0].first);
-    if (u <= 0.0) return scored[i].second;
-  }
-  return scored[keep - 1].second;
-}
-
 // Fills `cache` (emptied first) with each row's last `keep` tokens, left-padded to the
 // longest, and returns the logits of every row's last position [B, V] (row-major).
 std::vector<float> prefill(const nn::Transformer& model, const std::vector<std::vector<int>>& rows, int64_t keep,
@@ -53,11 +37,37 @@ std::vector<float> prefill(const nn::Transformer& model, const std::vector<std::
 
 }  // namespace
 
+int pick_token(std::span<const float> logits, const SampleOptions& o, uint64_t draw) {
+  const auto V = static_cast<int64_t>(logits.size());
+  if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  std::vector<std::pair<float, int>> scored(V);
+  for (int64_t v = 0; v < V; ++v) scored[v] = {logits[v] / o.temperature, static_cast<int>(v)};
+  int64_t keep = o.top_k > 0 ? std::min<int64_t>(o.top_k, V) : V;
+  std::partial_sort(scored.begin(), scored.begin() + keep, scored.end(), std::greater<>());
+  std::vector<double> weight(keep);  // unnormalised probabilities, most likely first
+  double z = 0.0;
+  for (int64_t i = 0; i < keep; ++i) z += weight[i] = std::exp(scored[i].first - scored[0].first);
+  if (o.top_p < 1.0f) {
+    double mass = 0.0;
+    int64_t nucleus = 0;
+    while (nucleus < keep && mass < o.top_p * z) mass += weight[nucleus++];
+    keep = std::max<int64_t>(nucleus, 1);
+    z = mass > 0.0 ? mass : weight[0];
+  }
+  double u = Rng(o.seed).uniform(hash_name("sample"), draw) * z;
+  for (int64_t i = 0; i < keep; ++i) {
+    u -= weight[i];
+    if (u <= 0.0) return scored[i].second;
+  }
+  return scored[keep - 1].second;
+}
+
 std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::vector<std::vector<int>>& prompts,
                                      const SampleOptions& o, SampleTiming* timing) {
   SL_ASSERT(!prompts.empty(), "sample() needs at least one prompt");
   const auto B = static_cast<int64_t>(prompts.size());
   const int64_t V = model.config.vocab, context = model.config.context;
+  const int64_t drawn = o.vocab_limit > 0 ? std::min(o.vocab_limit, V) : V;  // ids a row may draw
   // Without a sliding window every row must fit prompt + max_new in the context.
   const int64_t room = o.sliding_window ? context - 1 : std::max<int64_t>(context - o.max_new, 1);
   nn::KVCache cache(model.config, B, model.blocks.front()->attn.n_kv_heads);  // this rank's kv heads
@@ -72,12 +82,13 @@ std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::ve
   std::vector<int32_t> step_ids(B);
   for (int i = 0; i < o.max_new; ++i) {
     for (int64_t b = 0; b < B; ++b) {
-      const int next = pick(last.data() + b * V, V, o, static_cast<uint64_t>(i) * B + b);
+      const int next = pick_token(std::span<const float>(last.data() + b * V, drawn), o, static_cast<uint64_t>(i) * B + b);
       step_ids[b] = next;
       if (done[b]) continue;
       out[b].push_back(next);
       history[b].push_back(next);
-      done[b] = next == o.stop_token;
+      done[b] = std::find(o.stop_tokens.begin(), o.stop_tokens.end(), next) != o.stop_tokens.end() ||
+                (o.stop_when && o.stop_when(out[b]));
     }
     if (i + 1 == o.max_new || std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     if (cache.length >= context) {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "framework/nn/transformer.h"
@@ -16,8 +18,17 @@ struct SampleOptions {
   int max_new = 64;
   float temperature = 0.0f;  // 0: greedy
   int top_k = 0;             // 0: the whole vocabulary
+  // Nucleus sampling: among the most likely tokens (after top_k) the fewest whose
+  // probabilities sum to at least top_p. 1: all of them.
+  float top_p = 1.0f;
   uint64_t seed = 0;
-  int stop_token = -1;       // a row stops after emitting it (e.g. '\n'); -1: never
+  // Draw only ids below this (a tokenizer's ids, under a model vocabulary padded past them).
+  // 0: every id of the model.
+  int64_t vocab_limit = 0;
+  std::vector<int> stop_tokens = {};  // a row stops after emitting one of them (e.g. '\n')
+  // A row also stops once this returns true for its new tokens so far (e.g. when their text
+  // holds a stop string). Empty: never.
+  std::function<bool(const std::vector<int>& new_tokens)> stop_when = {};
   // When the cache fills, keep each row's last context/2 tokens and prefill them again
   // (the output may then run past the context window). Off: a request that would pass the
   // context is cut to fit (the prompt loses its oldest tokens), as the caller checked.
@@ -37,7 +48,11 @@ struct SampleTiming {
   double slide_seconds = 0;
 };
 
-// Returns each row's new tokens (up to and including its stop token). Draws of row b at
+// The token drawn from one row's logits [V] (greedy when temperature is 0): temperature,
+// then top_k, then top_p; draw number `draw` of the seed's stream.
+int pick_token(std::span<const float> logits, const SampleOptions& options, uint64_t draw);
+
+// Returns each row's new tokens (up to and including the token that stopped it). Draws of row b at
 // step i use counter i * batch + b, so one prompt samples as it did alone.
 std::vector<std::vector<int>> sample(const nn::Transformer& model, const std::vector<std::vector<int>>& prompts,
                                      const SampleOptions& options, SampleTiming* timing = nullptr);
