@@ -420,6 +420,9 @@ int main(int argc, char** argv) {
                         cxxopts::value<std::string>())
             ("per-layer", "the chapter's per-layer table: each matmul's einsum, parameters and training FLOPs per token");
       if (command == "train")
+        o.add_options()("batch-seqs", "train: the batch in sequences of --context tokens each (tokens = sequences x T)",
+                        cxxopts::value<std::string>());
+      if (command == "train")
         o.add_options("model by size (instead of --model or --layers)")(
             "params", "P with --d-model D and --context T: the layer count follows (--d-ff default 4D, --heads D/128, "
                       "--kv-heads N, --vocab 32000)",
@@ -469,9 +472,8 @@ int main(int argc, char** argv) {
       std::cout << o.help() << "\n";
       return 0;
     }
-    if ((command == "train" || command == "infer") && !batch_text(args, command == "train" ? "tokens" : "seqs"))
-      throw UserError("--batch is required for " + command +
-                      (command == "train" ? " (tokens per step, e.g. 4M; or --batch-tokens)" : " (sequences; or --batch-seqs)"));
+    if (command == "infer" && !batch_text(args, "seqs"))
+      throw UserError("--batch is required for infer (sequences; or --batch-seqs)");
     return run(args);
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
