@@ -103,6 +103,10 @@ TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters
        1e12 / peak_flops(h100, DType::kBf16), 1.01e-3, 0.01},
       {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
        kBook},
+      {quiz1, "Q5: H100 register memory, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.register_bytes_per_core,
+       33e6, kBook},
+      {quiz1, "Q5: SMEM and registers together, 'about 66MB'",
+       h100.facts.cores * (h100.facts.smem_bytes_per_core + h100.facts.register_bytes_per_core), 66e6, kBook},
       {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
       {price, "v5p, 4.59e14 / $4.2", v5p.flops_per_dollar_hour, 1.09e14, 0.01},
       {price, "v5e, 1.97e14 / $1.2", v5e.flops_per_dollar_hour, 1.64e14, 0.01},
@@ -232,6 +236,7 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   CHECK(tiny.padded.d == 256);
   CHECK(tiny.padded.f == 512);
   CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)).scale(0));
+  CHECK(tiny.padded_elements == 256 * 512 - 100 * 300);  // the zeros W gains
   CHECK(pad_to_tile({.b = 8, .d = 8192, .f = 28672}, 128).useful_fraction == 1);
   CHECK_THROWS_WITH_AS(pad_to_tile({.b = 8, .d = 8, .f = 8}, 0), doctest::Contains("tile 0 must be at least 1"),
                        shardlab::UserError);

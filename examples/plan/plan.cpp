@@ -82,9 +82,11 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
     const PaddedMatmul p = pad_to_tile(m, tile);
     text = "D and F padded to the " + std::to_string(tile) + " tile: D " + std::to_string(m.d) + " -> " +
            std::to_string(p.padded.d) + ", F " + std::to_string(m.f) + " -> " + std::to_string(p.padded.f) + "; " +
-           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful\n";
+           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful (W gains " +
+           human(p.padded_elements, "") + " padded elements, " + human(2.0 * m.b * p.padded_elements, "FLOP") +
+           " wasted)\n";
     json.update(Json{{"tile", tile}, {"padded_d", p.padded.d}, {"padded_f", p.padded.f},
-                     {"useful_fraction", p.useful_fraction}});
+                     {"useful_fraction", p.useful_fraction}, {"padded_elements", p.padded_elements}});
     m = p.padded;
   }
   if (a.count("sweep")) {

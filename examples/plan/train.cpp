@@ -310,6 +310,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
     json["wire"] = wire_json(c.precision.wire);
     json["compression"] = advice_json(advice);
     json["book_conditions"] = conditions_json(c, e, hw);
+    Json scale = Json::object();
+    text += scale_text(c, chips, hw, scale);
+    json["scale"] = scale;
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
       text += run->second;

@@ -40,6 +40,8 @@ struct ChipFacts {
   double base_clock_hz = 0;        // GPU: base clock
   double vmem_bytes = 0;           // TPU: VMEM per chip
   double smem_bytes_per_core = 0;  // GPU: SMEM (L1) per SM
+  double register_bytes_per_core = 0;  // GPU: register file per SM (256 kB since Volta; gpus.md)
+  int switches_per_node = 0;       // GPU: NVSwitches in one NVLink domain (gpus.md's node table)
   double l2_bytes = 0;             // GPU: L2 per chip
   int mxu_size = 0;                // TPU: systolic array edge (matmul dims pad to it)
   std::string pod_topology;        // TPU: a full pod, e.g. "16x20x28"
