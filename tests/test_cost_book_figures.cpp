@@ -158,6 +158,29 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
 }
 
+TEST_CASE("the context where attention's FLOPs equal the matmuls' (transformers.md)") {
+  // The book's shape: F = 4D, N H = D, multi-head attention.
+  TransformerShape s;
+  s.layers = 64, s.d_model = 8192, s.d_ff = 4 * 8192, s.heads = 64, s.kv_heads = 64, s.head_dim = 128, s.vocab = 32000;
+  s.context = 8192;
+  TransformerShape q1 = s;  // Question 1's model: D = 4096, F = 16384, 32 heads
+  q1.d_model = 4096, q1.d_ff = 16384, q1.heads = q1.kv_heads = 32;
+  const char* fraction = "transformers.md, Fractional cost of attention with context length";
+  check({
+      {fraction, "attention = matmuls once T > 8D: 'for D ~ 8k, ... ~64K tokens'", attention_matmul_crossover_context(s),
+       65536, kExact},
+      {fraction, "Question 1's model: 8D = 32k", attention_matmul_crossover_context(q1), 32768, kExact},
+      {"transformers.md, Question 5", "attention = the Q/K/V/O projections at T = 2D", attention_crossover_context(q1),
+       8192, kExact},
+  });
+  // Grouped-query attention shrinks the projections, not the dot products: the crossover falls.
+  TransformerShape gqa = s;
+  gqa.kv_heads = 8;
+  CHECK(attention_matmul_crossover_context(gqa) < attention_matmul_crossover_context(s));
+  CHECK(attention_matmul_crossover_context(model_preset("llama3-70b")) ==
+        doctest::Approx((count_params(model_preset("llama3-70b")).matmul - 128256.0 * 8192) / 80 / (2 * 64 * 128)));
+}
+
 TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
   const HardwareProfile& v5e = hardware("tpu-v5e");
   const DType bf16 = DType::kBf16, int8 = DType::kInt8;

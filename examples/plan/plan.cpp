@@ -183,6 +183,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
                    {"train_flops_per_token", train_flops_per_token(s, remat)},
                    {"forward_flops_per_token", forward_flops_per_token(s, s.context)},
                    {"attention_crossover_context", attention_crossover_context(s)},
+                   {"attention_matmul_crossover_context", attention_matmul_crossover_context(s)},
                    {"kv_bytes_per_token", kv_bytes_per_token(s, kv)}, {"remat", nn::remat_name(remat)},
                    {"saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat)}};
   std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
@@ -190,7 +191,8 @@ int cmd_model(const cxxopts::ParseResult& a) {
                      ", active " + human(p.active, "") + ")\n  training " +
                      human(train_flops_per_token(s, remat), "FLOP") + "/token (6N = " + human(train_flops(p.matmul, 1), "FLOP") +
                      " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
-                     human(attention_crossover_context(s), "") + ")\n  KV cache " +
+                     human(attention_crossover_context(s), "") + ", all the layer's matmuls at T=" +
+                     human(attention_matmul_crossover_context(s), "") + ")\n  KV cache " +
                      human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";
   if (const auto batch = batch_text(a, "tokens")) {
     const double tokens = parse_size(*batch, "batch");
