@@ -271,6 +271,19 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   CHECK(add.bytes == 6 * n);
   CHECK_FALSE(add.compute_bound);
   CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11).scale(0));
+  // gpus.md Quiz 1 Q7: adding two fp32[N] vectors on an H100 moves 12N bytes for N FLOPs.
+  const HardwareProfile& h100 = hardware("h100");
+  const char* add_q7 = "gpus.md, Quiz 1 Q7 [Estimating H100 add runtime]";
+  check({
+      {add_q7, "N FLOPs / 12N bytes = 1/12", elementwise_roofline(n, 2, 1, DType::kFp32, h100).intensity, 1.0 / 12,
+       kExact},
+      {add_q7, "N = 65,536: 12N / 3.35e12 = 0.23 us", elementwise_roofline(65536, 2, 1, DType::kFp32, h100).t_comms,
+       0.23e-6, kBook},
+      {add_q7, "N = 1024^3: 'a roofline of about 3.84ms'",
+       elementwise_roofline(1 << 30, 2, 1, DType::kFp32, h100).t_comms, 3.84e-3, kBook},
+      {add_q7, "the CUDA cores' intensity, 33.5e12 / 3.35e12 = 10",
+       vector_alus(h100) * h100.facts.clock_hz / h100.hbm_bandwidth, 10, kBook},
+  });
   // An einsum that is a matmul prices exactly as the matmul calculator.
   const Roofline mm = einsum_roofline("bd,df->bf", {{'b', 4096}, {'d', 8192}, {'f', 32768}}, {bf16}, v5e);
   const Roofline direct = matmul_roofline({.b = 4096, .d = 8192, .f = 32768}, v5e);
