@@ -207,8 +207,9 @@ int command_or_run(const cxxopts::ParseResult& a, Json json, std::string text, c
 }
 
 // How far the book's per-chip bounds let this batch and these chips scale (training.md,
-// "Data Parallelism" and "Scaling Between Pods"; gpus.md): DP/FSDP over every torus axis
-// (or, on GPUs, across nodes), the most chips the batch keeps compute-bound and the least
+// "Data Parallelism" and "Scaling Across Pods"; gpus.md): DP/FSDP over every torus axis
+// (or, on GPUs, across nodes; E/k times that for an MoE's experts), the most chips the
+// batch keeps compute-bound and the least
 // batch the chips need; on a torus the same for FSDP+TP with the book's M_X = axes - 1,
 // M_Y = 1 and its X_opt split; TP's usable degree; and the sequences data parallelism can
 // split without a context axis.
@@ -216,7 +217,9 @@ std::string scale_text(const TrainConfig& c, int chips, const HardwareProfile& h
   const bool gpu = hw.interconnect == Interconnect::kSwitched;
   const int axes = gpu ? 1 : std::max(1, hw.torus_axes);
   const BatchScale dp = batch_scale(
-      dp_critical_batch(hw, axes, gpu && chips > hw.node_size, c.precision.compute, c.precision.wire.reduce),
+      moe_critical_batch(
+          dp_critical_batch(hw, axes, gpu && chips > hw.node_size, c.precision.compute, c.precision.wire.reduce),
+          c.model.experts, c.model.top_k),
       c.batch_tokens, chips);
   const double tp_max = tp_max_degree(c.model.d_ff, hw, 1, c.precision.compute);
   const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
@@ -226,7 +229,8 @@ std::string scale_text(const TrainConfig& c, int chips, const HardwareProfile& h
                    {"tp_degree", tp_degree(tp_max, hw.node_size)}});
   std::string text = "scale: DP/FSDP " + (gpu ? std::string(chips > hw.node_size ? "across nodes" : "in a node")
                                               : "over all " + std::to_string(axes) + " torus axes") +
-                     " needs > " + human(dp.critical_per_chip, "") + " tokens per chip: this batch keeps at most " +
+                     " needs > " + human(dp.critical_per_chip, "") + " tokens per chip" +
+                     (c.model.experts > 0 ? " (x E/k for the experts)" : "") + ": this batch keeps at most " +
                      human(dp.max_chips, "") + " chips compute-bound, and " + std::to_string(chips) +
                      " chips need a batch of >= " + human(dp.min_batch_tokens, "tokens") + "\n";
   if (!gpu) {

@@ -82,7 +82,7 @@ FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, 
                                   double tensor_axes);
 
 // How far a per-chip batch bound scales (training.md, "Data Parallelism" and "Scaling
-// Between Pods"): chips stay compute-bound while each holds more than `critical_per_chip`
+// Across Pods"): chips stay compute-bound while each holds more than `critical_per_chip`
 // tokens, so a global batch of `batch_tokens` keeps at most batch / critical chips busy
 // (16M tokens over v5p's 850: 18,823 chips) and `chips` chips need a global batch of at
 // least chips x critical (a 8960-chip pod: 7.6M tokens). UserError on a non-positive bound.
