@@ -46,6 +46,20 @@ TEST_CASE("the most chips a batch keeps compute-bound, the least batch a slice n
       {gpu, "DeepSeek v3 on 2048 H800s: 990e12 / 300e9 = 3300 per GPU, 'about 6.7M'",
        batch_scale(dp_critical_batch(h800, 1), 0, 2048).min_batch_tokens, 6.7e6, kBook},
   });
+  // training.md Q3: LLaMA-2 13B (F = 13824), a 3M-token batch of 32k sequences on a v5p
+  // 16x16x16 slice.
+  const FsdpTpSplit q3 = optimal_fsdp_tp_split(3e6, 13824, 4096, 2, 1);
+  const char* q3_where = "training.md, Some Problems to Work Q3";
+  check({
+      {q3_where, "'a sequence batch size of 96' (3M = 3 x 2^20 over 32k)", 3.0 * (1 << 20) / 32768, 96, kExact},
+      {q3_where, "FSDP alone: 'a minimum batch size of 850 * 4096 = 3.48M'",
+       batch_scale(fsdp3, 3e6, 4096).min_batch_tokens, 3.48e6, kExact},
+      {q3_where, "FSDP + TP: 2550^2 / 2F = 235", fsdp_tp_critical_batch(13824, v5p, 2, 1), 235, kExact},
+      {q3_where, "X_opt = sqrt(3e6 * 2 * 4096 / 13824) = 1333", q3.x_opt, 1333, kExact},
+      {q3_where, "'roughly 1024 way DP'", static_cast<double>(q3.fsdp), 1024, kExact},
+      {q3_where, "'and 4 way TP'", static_cast<double>(q3.tensor), 4, kExact},
+  });
+  CHECK(batch_scale(fsdp3, 3e6, 4096).max_chips < 4096);  // "so we're actually comms-bound"
   // The two directions agree: a batch of chips x bound keeps exactly those chips busy.
   const BatchScale pod = batch_scale(fsdp3, 0, 8960);
   CHECK(batch_scale(fsdp3, pod.min_batch_tokens, 8960).max_chips == doctest::Approx(8960).epsilon(1e-12));
