@@ -110,6 +110,10 @@ TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters
       {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
       {price, "v5p, 4.59e14 / $4.2", v5p.flops_per_dollar_hour, 1.09e14, 0.01},
       {price, "v5e, 1.97e14 / $1.2", v5e.flops_per_dollar_hour, 1.64e14, 0.01},
+      // The current text's FLOPs / $ column: FLOP/s x 3600 s / USD per hour.
+      {price, "H100: 3.3e17 FLOPs per dollar", pod_totals(h100).flops_per_dollar, 3.3e17, kBook},
+      {price, "v5p: 3.9e17", v5p.flops_per_dollar, 3.9e17, kBook},
+      {price, "v5e: 5.8e17 (1.97e14 x 3600 / 1.2 = 5.91e17)", v5e.flops_per_dollar, 5.8e17, kBook},
   });
   CHECK(hardware("tpu-v6e").facts.mxu_size == 256);  // tpus.md: 256x256 on v6e, 128x128 before
   CHECK(pod_totals(hardware("b200")).price_per_hour == 0);  // the book gives no B200 price

@@ -53,7 +53,8 @@ std::string facts_text(const HardwareProfile& p) {
           human(pod.hbm_bytes, "B") + " HBM";
   if (f.price_per_hour > 0) {
     text += "; " + usd(f.price_per_hour) + " per chip-hour = " + usd(pod.price_per_hour) + " per hour, " +
-            scientific(pod.flops_per_dollar_hour, "bf16 FLOP/s per $/hour");
+            scientific(pod.flops_per_dollar_hour, "bf16 FLOP/s per $/hour") + " = " +
+            scientific(pod.flops_per_dollar, "bf16 FLOPs per $") + " at peak";
   }
   return text + "\n";
 }
@@ -71,7 +72,8 @@ Json facts_json(const HardwareProfile& p) {
               {"pod", Json{{"chips", pod.chips}, {"hosts", pod.hosts}, {"cores", pod.cores},
                            {"flops_bf16", pod.flops_bf16}, {"hbm_bytes", pod.hbm_bytes},
                            {"usd_per_hour", pod.price_per_hour},
-                           {"flops_per_second_per_usd_hour", pod.flops_per_dollar_hour}}}};
+                           {"flops_per_second_per_usd_hour", pod.flops_per_dollar_hour},
+                           {"flops_per_usd", pod.flops_per_dollar}}}};
 }
 
 }  // namespace

@@ -183,6 +183,7 @@ PodTotals pod_totals(const HardwareProfile& hw) {
   t.hbm_bytes = t.chips * hw.hbm_bytes;
   t.price_per_hour = t.chips * hw.facts.price_per_hour;
   t.flops_per_dollar_hour = hw.facts.price_per_hour > 0 ? hw.flops_bf16 / hw.facts.price_per_hour : 0;
+  t.flops_per_dollar = t.flops_per_dollar_hour * 3600;  // the hour the price buys
   return t;
 }
 

@@ -97,6 +97,8 @@ struct PodTotals {
   double hbm_bytes = 0;
   double price_per_hour = 0;
   double flops_per_dollar_hour = 0;  // chip bf16 FLOP/s / chip USD per hour
+  double flops_per_dollar = 0;       // bf16 FLOPs one dollar buys at peak: that x 3600 s
+                                     // (applied-inference.md: H100 3.3e17, v5p 3.9e17, v5e 5.8e17)
 };
 PodTotals pod_totals(const HardwareProfile& hw);
 // Vector (non-matmul) fp32 ALUs of one chip: a GPU SM has 4 subpartitions of 32 CUDA cores
