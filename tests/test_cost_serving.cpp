@@ -95,7 +95,8 @@ TEST_CASE("step time, decode time and queries per second at the largest batch (a
       {qps, "int4 on 2x2 (book: 1.72 from batch 67)", int4.queries_per_second_per_chip, 43 / (19.6e-3 * 512 * 4),
        0.01},
   });
-  // Doubling the slice: the book writes "186 GB remaining" and batch 161 for bf16 on 4x8,
+  // Doubling the slice: an earlier text of the book wrote "186 GB remaining" and batch 161 for bf16 on 4x8
+  // (the current one: 372 GB and 140; its figures at 19 ms are the test case below),
   // then 161 / (19 ms x 512) / chips for all three, "since our step time would remain the
   // same". 186 GB is int8 on 4x4 (256 - 70); bf16 on 4x8 leaves 512 - 140 = 372 GB. Every
   // row holds 140 caches, not 161; and at batch 140 the int8 (critical 120) and int4
