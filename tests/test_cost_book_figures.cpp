@@ -103,9 +103,17 @@ TEST_CASE("chip, pod and node facts: hosts, cores, vector ALUs, prices (chapters
        1e12 / peak_flops(h100, DType::kBf16), 1.01e-3, 0.01},
       {quiz1, "Q5: H100 SMEM, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.smem_bytes_per_core, 33e6,
        kBook},
+      {quiz1, "Q5: H100 register memory, 132 x 256 kB (~33 MB)", h100.facts.cores * h100.facts.register_bytes_per_core,
+       33e6, kBook},
+      {quiz1, "Q5: SMEM and registers together, 'about 66MB'",
+       h100.facts.cores * (h100.facts.smem_bytes_per_core + h100.facts.register_bytes_per_core), 66e6, kBook},
       {price, "H100, 9.9e14 / $10.8", pod_totals(h100).flops_per_dollar_hour, 9.1e13, 0.01},
       {price, "v5p, 4.59e14 / $4.2", v5p.flops_per_dollar_hour, 1.09e14, 0.01},
       {price, "v5e, 1.97e14 / $1.2", v5e.flops_per_dollar_hour, 1.64e14, 0.01},
+      // The current text's FLOPs / $ column: FLOP/s x 3600 s / USD per hour.
+      {price, "H100: 3.3e17 FLOPs per dollar", pod_totals(h100).flops_per_dollar, 3.3e17, kBook},
+      {price, "v5p: 3.9e17", v5p.flops_per_dollar, 3.9e17, kBook},
+      {price, "v5e: 5.8e17 (1.97e14 x 3600 / 1.2 = 5.91e17)", v5e.flops_per_dollar, 5.8e17, kBook},
   });
   CHECK(hardware("tpu-v6e").facts.mxu_size == 256);  // tpus.md: 256x256 on v6e, 128x128 before
   CHECK(pod_totals(hardware("b200")).price_per_hour == 0);  // the book gives no B200 price
@@ -152,6 +160,29 @@ TEST_CASE("training memory: state bytes per parameter, minimum chips, largest pu
   });
   CHECK_FALSE(llama3_70b(225, 0.4, checkpoints).fits);  // 225 x 96 GB < 21.67 TB
   CHECK(llama3_70b(226, 0.4, checkpoints).fits);
+}
+
+TEST_CASE("the context where attention's FLOPs equal the matmuls' (transformers.md)") {
+  // The book's shape: F = 4D, N H = D, multi-head attention.
+  TransformerShape s;
+  s.layers = 64, s.d_model = 8192, s.d_ff = 4 * 8192, s.heads = 64, s.kv_heads = 64, s.head_dim = 128, s.vocab = 32000;
+  s.context = 8192;
+  TransformerShape q1 = s;  // Question 1's model: D = 4096, F = 16384, 32 heads
+  q1.d_model = 4096, q1.d_ff = 16384, q1.heads = q1.kv_heads = 32;
+  const char* fraction = "transformers.md, Fractional cost of attention with context length";
+  check({
+      {fraction, "attention = matmuls once T > 8D: 'for D ~ 8k, ... ~64K tokens'", attention_matmul_crossover_context(s),
+       65536, kExact},
+      {fraction, "Question 1's model: 8D = 32k", attention_matmul_crossover_context(q1), 32768, kExact},
+      {"transformers.md, Question 5", "attention = the Q/K/V/O projections at T = 2D", attention_crossover_context(q1),
+       8192, kExact},
+  });
+  // Grouped-query attention shrinks the projections, not the dot products: the crossover falls.
+  TransformerShape gqa = s;
+  gqa.kv_heads = 8;
+  CHECK(attention_matmul_crossover_context(gqa) < attention_matmul_crossover_context(s));
+  CHECK(attention_matmul_crossover_context(model_preset("llama3-70b")) ==
+        doctest::Approx((count_params(model_preset("llama3-70b")).matmul - 128256.0 * 8192) / 80 / (2 * 64 * 128)));
 }
 
 TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 2, 4, 7)") {
@@ -232,6 +263,7 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   CHECK(tiny.padded.d == 256);
   CHECK(tiny.padded.f == 512);
   CHECK(tiny.useful_fraction == doctest::Approx(100.0 * 300 / (256 * 512)).scale(0));
+  CHECK(tiny.padded_elements == 256 * 512 - 100 * 300);  // the zeros W gains
   CHECK(pad_to_tile({.b = 8, .d = 8192, .f = 28672}, 128).useful_fraction == 1);
   CHECK_THROWS_WITH_AS(pad_to_tile({.b = 8, .d = 8, .f = 8}, 0), doctest::Contains("tile 0 must be at least 1"),
                        shardlab::UserError);
@@ -243,6 +275,19 @@ TEST_CASE("rooflines of an einsum, an elementwise op and attention (chapters 1, 
   CHECK(add.bytes == 6 * n);
   CHECK_FALSE(add.compute_bound);
   CHECK(add.t_comms == doctest::Approx(6 * n / 8.1e11).scale(0));
+  // gpus.md Quiz 1 Q7: adding two fp32[N] vectors on an H100 moves 12N bytes for N FLOPs.
+  const HardwareProfile& h100 = hardware("h100");
+  const char* add_q7 = "gpus.md, Quiz 1 Q7 [Estimating H100 add runtime]";
+  check({
+      {add_q7, "N FLOPs / 12N bytes = 1/12", elementwise_roofline(n, 2, 1, DType::kFp32, h100).intensity, 1.0 / 12,
+       kExact},
+      {add_q7, "N = 65,536: 12N / 3.35e12 = 0.23 us", elementwise_roofline(65536, 2, 1, DType::kFp32, h100).t_comms,
+       0.23e-6, kBook},
+      {add_q7, "N = 1024^3: 'a roofline of about 3.84ms'",
+       elementwise_roofline(1 << 30, 2, 1, DType::kFp32, h100).t_comms, 3.84e-3, kBook},
+      {add_q7, "the CUDA cores' intensity, 33.5e12 / 3.35e12 = 10",
+       vector_alus(h100) * h100.facts.clock_hz / h100.hbm_bandwidth, 10, kBook},
+  });
   // An einsum that is a matmul prices exactly as the matmul calculator.
   const Roofline mm = einsum_roofline("bd,df->bf", {{'b', 4096}, {'d', 8192}, {'f', 32768}}, {bf16}, v5e);
   const Roofline direct = matmul_roofline({.b = 4096, .d = 8192, .f = 32768}, v5e);

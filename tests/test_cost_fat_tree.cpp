@@ -23,6 +23,27 @@ double seconds(const FatTree& t, CollectiveOp op, double bytes, int gpus, Collec
 
 }  // namespace
 
+TEST_CASE("switches per level of the SuperPod, and of a larger one (gpus.md)") {
+  const FatTree pod = fat_tree(hardware("h100"));
+  const FatTree twice = fat_tree(hardware("h100"), 8);
+  REQUIRE(pod.levels.size() == 3);
+  const char* superpod = "gpus.md, Beyond the node level (SuperPod)";
+  const char* q2 = "gpus.md, Quiz 3 Q2 [Scaling to a larger DGX pod]";
+  check({
+      {superpod, "512 node-level NVSwitches (4 per node)", static_cast<double>(pod.levels[0].switches), 512, kExact},
+      {superpod, "32 leaf IB switches (8 per SU of 256 GPUs)", static_cast<double>(pod.levels[1].switches), 32, kExact},
+      {superpod, "16 spine IB switches", static_cast<double>(pod.levels[2].switches), 16, kExact},
+      {superpod, "512 + 32 + 16 = 560 switches", static_cast<double>(pod.switches()), 560, kExact},
+      {q2, "2048 GPUs: 8 SUs with 32 spine switches", static_cast<double>(twice.levels[2].switches), 32, kExact},
+  });
+  // gpus.md's node table: NVSwitches per node by generation.
+  CHECK(fat_tree(hardware("a100"), 1).levels[0].switches == 32 * 6);
+  CHECK(fat_tree(hardware("b200"), 1).levels[0].switches == 32 * 2);
+  CHECK(fat_tree(hardware("gb200-nvl72"), 1).levels[0].switches == 32 * 18);
+  // A spine oversubscribed 2:1 needs half the switches.
+  CHECK(fat_tree(hardware("h100"), 4, 2).levels[2].switches == 8);
+}
+
 TEST_CASE("the H100 SuperPod's levels and their collective bandwidth (gpus.md)") {
   const FatTree h100 = fat_tree(hardware("h100"));
   REQUIRE(h100.levels.size() == 3);

@@ -95,7 +95,8 @@ TEST_CASE("step time, decode time and queries per second at the largest batch (a
       {qps, "int4 on 2x2 (book: 1.72 from batch 67)", int4.queries_per_second_per_chip, 43 / (19.6e-3 * 512 * 4),
        0.01},
   });
-  // Doubling the slice: the book writes "186 GB remaining" and batch 161 for bf16 on 4x8,
+  // Doubling the slice: an earlier text of the book wrote "186 GB remaining" and batch 161 for bf16 on 4x8
+  // (the current one: 372 GB and 140; its figures at 19 ms are the test case below),
   // then 161 / (19 ms x 512) / chips for all three, "since our step time would remain the
   // same". 186 GB is int8 on 4x4 (256 - 70); bf16 on 4x8 leaves 512 - 140 = 372 GB. Every
   // row holds 140 caches, not 161; and at batch 140 the int8 (critical 120) and int4
@@ -119,6 +120,35 @@ TEST_CASE("step time, decode time and queries per second at the largest batch (a
   // Its takeaway stands: the smallest slice is not the most efficient one.
   CHECK_FALSE(int8_2x.step.memory_bound);
   CHECK(int8_2x.queries_per_second_per_chip > 1.5 * int8.queries_per_second_per_chip);
+}
+
+TEST_CASE("serving figures at a given step time (applied-inference, serve --step-ms)") {
+  // The book prices every slice at its 19 ms full-HBM read: "since our step time would remain
+  // the same, we would have a throughput of 14.39 / num_chips" at batch 140 (the current
+  // text; an earlier one read 161), and 43 caches give 4.42 / N.
+  const auto at_19ms = [](DType dtype, int64_t batch, int chips) {
+    return decode_run(llama70(dtype), {.batch = batch, .context = 8192, .chips = chips, .weights = dtype}, 512, v5e(),
+                      19 * kMs);
+  };
+  const DecodeRun bf16 = at_19ms(DType::kBf16, 43, 16), bf16_2x = at_19ms(DType::kBf16, 140, 32);
+  const char* latency = "applied-inference.md, latency at the largest batch";
+  check({
+      {latency, "19 ms x 512 steps = 9.73 s (book: 'about 9s for each decode')", bf16.seconds, 9.728, kExact},
+      {"applied-inference.md, queries per chip", "43 / (0.019 x 512 x N) = 4.42 / N", bf16.queries_per_second, 4.42,
+       kExact},
+      {kDoubled, "batch 140: 14.39 / num_chips", bf16_2x.queries_per_second, 14.39, kExact},
+      {kDoubled, "bf16 on 4x8: 0.44 queries/s per chip", bf16_2x.queries_per_second_per_chip, 0.44, 0.03},
+      {kDoubled, "int8 on 4x4: 0.90", at_19ms(DType::kInt8, 140, 16).queries_per_second_per_chip, 0.90, 0.01},
+      {kDoubled, "int4 on 2x4: 1.80", at_19ms(DType::kInt4, 140, 8).queries_per_second_per_chip, 1.80, 0.01},
+  });
+  // The given step replaces the priced one and everything that follows it, nothing else.
+  CHECK(bf16_2x.step.step_seconds == 19 * kMs);
+  CHECK(bf16_2x.step.tokens_per_second == doctest::Approx(140 / (19 * kMs)).epsilon(1e-12));
+  const DecodeRun priced = decode_run(llama70(DType::kBf16), {.batch = 140, .context = 8192, .chips = 32}, 512, v5e());
+  CHECK(bf16_2x.step.params_seconds == priced.step.params_seconds);
+  CHECK(priced.step.step_seconds != 19 * kMs);
+  CHECK_THROWS_AS(decode_run(llama70(DType::kBf16), {.batch = 1, .context = 1, .chips = 1}, 1, v5e(), -1),
+                  shardlab::UserError);
 }
 
 TEST_CASE("critical batch of the weight matmuls per dtype (inference, applied-inference)") {

@@ -69,6 +69,7 @@ void add_hardware_flags(cxxopts::Options& o) {
       ("flops", "peak bf16 FLOP/s per chip, e.g. 1.97e14", cxxopts::value<std::string>())
       ("flops-fp32", "peak fp32 FLOP/s per chip", cxxopts::value<std::string>())
       ("flops-int8", "peak int8 OP/s per chip", cxxopts::value<std::string>())
+      ("flops-fp8", "peak fp8 FLOP/s per chip (dense, without structured sparsity)", cxxopts::value<std::string>())
       ("hbm", "memory per chip, bytes (16G = 16 GiB)", cxxopts::value<std::string>())
       ("hbm-bw", "memory bandwidth per chip, bytes/s, e.g. 8.2e11", cxxopts::value<std::string>())
       ("ici-bw", "one link's bandwidth one way, bytes/s (the book's W_ici unidirectional)", cxxopts::value<std::string>())
@@ -90,6 +91,7 @@ HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& 
   set("flops", &p.flops_bf16);
   set("flops-fp32", &p.flops_fp32);
   set("flops-int8", &p.flops_int8);
+  set("flops-fp8", &p.flops_fp8);
   set("hbm", &p.hbm_bytes);
   set("hbm-bw", &p.hbm_bandwidth);
   if (a.count("ici-bw") && a.count("ici-bw-bidir")) throw UserError("give --ici-bw (one way) or --ici-bw-bidir, not both");
@@ -160,6 +162,19 @@ std::optional<std::string> batch_text(const cxxopts::ParseResult& a, const std::
   if (a.count(explicit_flag)) return a[explicit_flag].as<std::string>();
   if (a.count("batch")) return a["batch"].as<std::string>();
   return std::nullopt;
+}
+
+double train_batch_tokens(const cxxopts::ParseResult& a, const cost::TransformerShape& model) {
+  const std::optional<std::string> tokens = batch_text(a, "tokens");
+  if (tokens && a.count("batch-seqs"))
+    throw UserError("give the batch in tokens (--batch, --batch-tokens) or in sequences (--batch-seqs), not both");
+  if (tokens) return parse_size(*tokens, "batch");
+  if (!a.count("batch-seqs"))
+    throw UserError("--batch is required for train (tokens per step, e.g. 4M; or --batch-tokens, or --batch-seqs "
+                    "sequences of --context tokens)");
+  const int64_t sequences = parse_count(a["batch-seqs"].as<std::string>(), "batch-seqs");
+  if (sequences < 1) throw UserError("--batch-seqs must be at least 1 sequence");
+  return static_cast<double>(sequences) * static_cast<double>(model.context);
 }
 
 double efficiency_from(const cxxopts::ParseResult& a) {

@@ -54,6 +54,10 @@ cost::TransformerShape model_from(const cxxopts::ParseResult& a);
 // `unit` "tokens" (train, model: --batch-tokens) or "seqs" (infer, serve: --batch-seqs).
 // nullopt when neither is given; UserError when both are.
 std::optional<std::string> batch_text(const cxxopts::ParseResult& a, const std::string& unit);
+// train's global batch in tokens: --batch or --batch-tokens, or --batch-seqs sequences of
+// the model's context T each (the book's "1024 sequences of length 4096"); UserError when
+// none is given or both kinds are.
+double train_batch_tokens(const cxxopts::ParseResult& a, const cost::TransformerShape& model);
 // What every subcommand's --help says about sizes.
 constexpr const char* kSizesHelp =
     "sizes: K/M/G/T are binary (16k = 16384, 4M = 4194304), plain and scientific numbers decimal (4e6 = 4000000)";

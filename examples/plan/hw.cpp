@@ -33,7 +33,9 @@ std::string facts_text(const HardwareProfile& p) {
   if (gpu) {
     text += " at " + known(f.base_clock_hz, "Hz") + " (boost " + known(f.clock_hz, "Hz") + "), SMEM " +
             known(f.smem_bytes_per_core, "B") + " per SM (" + known(f.smem_bytes_per_core * f.cores, "B") +
-            "), L2 " + known(f.l2_bytes, "B");
+            "), registers " + known(f.register_bytes_per_core, "B") + " per SM (" +
+            known(f.register_bytes_per_core * f.cores, "B") + "; with SMEM " +
+            known((f.smem_bytes_per_core + f.register_bytes_per_core) * f.cores, "B") + "), L2 " + known(f.l2_bytes, "B");
   } else {
     text += ", MXU " + std::to_string(f.mxu_size) + "x" + std::to_string(f.mxu_size) + ", VMEM " +
             known(f.vmem_bytes, "B") + ", clock " + known(f.clock_hz, "Hz") + ", PCIe " +
@@ -51,7 +53,8 @@ std::string facts_text(const HardwareProfile& p) {
           human(pod.hbm_bytes, "B") + " HBM";
   if (f.price_per_hour > 0) {
     text += "; " + usd(f.price_per_hour) + " per chip-hour = " + usd(pod.price_per_hour) + " per hour, " +
-            scientific(pod.flops_per_dollar_hour, "bf16 FLOP/s per $/hour");
+            scientific(pod.flops_per_dollar_hour, "bf16 FLOP/s per $/hour") + " = " +
+            scientific(pod.flops_per_dollar, "bf16 FLOPs per $") + " at peak";
   }
   return text + "\n";
 }
@@ -61,6 +64,7 @@ Json facts_json(const HardwareProfile& p) {
   const PodTotals pod = pod_totals(p);
   return Json{{"cores", f.cores}, {"clock_hz", f.clock_hz}, {"base_clock_hz", f.base_clock_hz},
               {"vmem_bytes", f.vmem_bytes}, {"smem_bytes_per_core", f.smem_bytes_per_core},
+              {"register_bytes_per_core", f.register_bytes_per_core},
               {"l2_bytes", f.l2_bytes}, {"mxu_size", f.mxu_size}, {"vector_alus", vector_alus(p)},
               {"pod_topology", f.pod_topology}, {"chips_per_host", f.chips_per_host},
               {"pcie_bytes_per_second", f.pcie_bandwidth}, {"dcn_bytes_per_second_per_host", f.dcn_bandwidth_per_host},
@@ -68,7 +72,8 @@ Json facts_json(const HardwareProfile& p) {
               {"pod", Json{{"chips", pod.chips}, {"hosts", pod.hosts}, {"cores", pod.cores},
                            {"flops_bf16", pod.flops_bf16}, {"hbm_bytes", pod.hbm_bytes},
                            {"usd_per_hour", pod.price_per_hour},
-                           {"flops_per_second_per_usd_hour", pod.flops_per_dollar_hour}}}};
+                           {"flops_per_second_per_usd_hour", pod.flops_per_dollar_hour},
+                           {"flops_per_usd", pod.flops_per_dollar}}}};
 }
 
 }  // namespace

@@ -64,7 +64,16 @@ int cmd_network(const cxxopts::ParseResult& a) {
                           {"link_bytes_per_second", l.link_bandwidth}, {"per_gpu_bytes_per_second", l.per_gpu()},
                           {"collective_bytes_per_second", l.collective_bandwidth()}});
   }
-  Json json{{"hw", hw.name}, {"node_egress_bytes_per_second", tree.node_egress}, {"levels", levels}};
+  // The switches of each level (fat_tree.h: NVSwitches per node, a leaf per rail per SU, the spine).
+  text += "  switches:";
+  for (size_t i = 0; i < tree.levels.size(); ++i) {
+    const FatTreeLevel& l = tree.levels[i];
+    text += std::string(i ? " +" : "") + " " + std::to_string(l.switches) + " " + l.name;
+    levels[i]["switches"] = l.switches;
+  }
+  text += " = " + std::to_string(tree.switches()) + "\n";
+  Json json{{"hw", hw.name}, {"node_egress_bytes_per_second", tree.node_egress}, {"levels", levels},
+            {"switches", tree.switches()}};
   if (a.count("bytes")) {
     const CollectiveOp op = parallel::parse_collective_op(a["op"].as<std::string>());
     const double bytes = parse_size(a["bytes"].as<std::string>(), "bytes");

@@ -82,9 +82,11 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
     const PaddedMatmul p = pad_to_tile(m, tile);
     text = "D and F padded to the " + std::to_string(tile) + " tile: D " + std::to_string(m.d) + " -> " +
            std::to_string(p.padded.d) + ", F " + std::to_string(m.f) + " -> " + std::to_string(p.padded.f) + "; " +
-           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful\n";
+           human(100 * p.useful_fraction, "") + "% of the FLOPs are useful (W gains " +
+           human(p.padded_elements, "") + " padded elements, " + human(2.0 * m.b * p.padded_elements, "FLOP") +
+           " wasted)\n";
     json.update(Json{{"tile", tile}, {"padded_d", p.padded.d}, {"padded_f", p.padded.f},
-                     {"useful_fraction", p.useful_fraction}});
+                     {"useful_fraction", p.useful_fraction}, {"padded_elements", p.padded_elements}});
     m = p.padded;
   }
   if (a.count("sweep")) {
@@ -181,6 +183,7 @@ int cmd_model(const cxxopts::ParseResult& a) {
                    {"train_flops_per_token", train_flops_per_token(s, remat)},
                    {"forward_flops_per_token", forward_flops_per_token(s, s.context)},
                    {"attention_crossover_context", attention_crossover_context(s)},
+                   {"attention_matmul_crossover_context", attention_matmul_crossover_context(s)},
                    {"kv_bytes_per_token", kv_bytes_per_token(s, kv)}, {"remat", nn::remat_name(remat)},
                    {"saved_activations_per_token_layer", saved_activations_per_token_layer(s, remat)}};
   std::string text = s.describe() + "\n  params " + human(p.total, "") + " (attention " + human(p.attention, "") +
@@ -188,7 +191,8 @@ int cmd_model(const cxxopts::ParseResult& a) {
                      ", active " + human(p.active, "") + ")\n  training " +
                      human(train_flops_per_token(s, remat), "FLOP") + "/token (6N = " + human(train_flops(p.matmul, 1), "FLOP") +
                      " + attention at T=" + std::to_string(s.context) + "; attention matches the projections at T=" +
-                     human(attention_crossover_context(s), "") + ")\n  KV cache " +
+                     human(attention_crossover_context(s), "") + ", all the layer's matmuls at T=" +
+                     human(attention_matmul_crossover_context(s), "") + ")\n  KV cache " +
                      human(kv_bytes_per_token(s, kv), "B") + "/token in " + to_string(kv) + "\n";
   if (const auto batch = batch_text(a, "tokens")) {
     const double tokens = parse_size(*batch, "batch");
@@ -420,6 +424,9 @@ int main(int argc, char** argv) {
                         cxxopts::value<std::string>())
             ("per-layer", "the chapter's per-layer table: each matmul's einsum, parameters and training FLOPs per token");
       if (command == "train")
+        o.add_options()("batch-seqs", "train: the batch in sequences of --context tokens each (tokens = sequences x T)",
+                        cxxopts::value<std::string>());
+      if (command == "train")
         o.add_options("model by size (instead of --model or --layers)")(
             "params", "P with --d-model D and --context T: the layer count follows (--d-ff default 4D, --heads D/128, "
                       "--kv-heads N, --vocab 32000)",
@@ -469,9 +476,8 @@ int main(int argc, char** argv) {
       std::cout << o.help() << "\n";
       return 0;
     }
-    if ((command == "train" || command == "infer") && !batch_text(args, command == "train" ? "tokens" : "seqs"))
-      throw UserError("--batch is required for " + command +
-                      (command == "train" ? " (tokens per step, e.g. 4M; or --batch-tokens)" : " (sequences; or --batch-seqs)"));
+    if (command == "infer" && !batch_text(args, "seqs"))
+      throw UserError("--batch is required for infer (sequences; or --batch-seqs)");
     return run(args);
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -43,7 +43,9 @@ void add_serve_flags(cxxopts::Options& o) {
        cxxopts::value<std::string>())
       ("max-step-ms", "latency limit per decode step: search power-of-two slices (up to --max-chips) and batches for "
                       "the most tokens/s per chip within it", cxxopts::value<double>())
-      ("max-chips", "largest slice --max-step-ms tries", cxxopts::value<int>()->default_value("256"));
+      ("max-chips", "largest slice --max-step-ms tries", cxxopts::value<int>()->default_value("256"))
+      ("step-ms", "take the decode step as given (measured, or a figure such as the book's 19 ms) instead of the "
+                  "roofline's: tokens/s, queries/s and disaggregation at that step", cxxopts::value<double>());
   add_decode_sharding_flags(o);
 }
 
@@ -103,7 +105,10 @@ int cmd_serve(const cxxopts::ParseResult& a) {
   InferenceConfig c{.batch = batch, .context = s.context, .chips = chips, .weights = weights,
                     .efficiency = efficiency_from(a)};
   const int64_t generated = count_flag(a, "decode-tokens", 512);
-  const DecodeRun run = decode_run(m, c, generated, hw);
+  const double given_step = a.count("step-ms") ? a["step-ms"].as<double>() * 1e-3 : 0;
+  if (a.count("step-ms") && !(given_step > 0))
+    throw UserError("--step-ms " + format_number(a["step-ms"].as<double>()) + " must be a positive step time in ms");
+  const DecodeRun run = decode_run(m, c, generated, hw, given_step);
   const DecodeEstimate& d = run.step;
 
   const int64_t prompt = count_flag(a, "prompt-tokens", s.context);
@@ -134,7 +139,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                      std::to_string(mem.max_batch) + " KV caches of " + std::to_string(s.context) + " tokens (" +
                      human(mem.kv_bytes_per_sequence, "B") + " each)\n";
   text += "decode, batch " + std::to_string(batch) + " at context " + std::to_string(s.context) + ": " +
-          human(d.step_seconds, "s") + " per step (weights " + human(d.params_seconds, "s") + " + KV " +
+          human(d.step_seconds, "s") + " per step (" +
+          (given_step > 0 ? "given; priced: weights " : "weights ") + human(d.params_seconds, "s") + " + KV " +
           human(d.attention_seconds, "s") + (d.memory_bound ? ", memory-bound" : ", weights compute-bound") + "), " +
           human(d.tokens_per_second, "tokens/s") + " (" + human(d.tokens_per_second_per_chip, "tokens/s") +
           " per chip); weights + KV need >= " + std::to_string(d.min_chips) + " chips (a " +
@@ -159,7 +165,8 @@ int cmd_serve(const cxxopts::ParseResult& a) {
                             {"free_hbm_bytes", mem.free_bytes}, {"free_hbm_bytes_per_chip", mem.free_bytes / chips},
                             {"kv_bytes_per_token", m.kv_bytes_per_token},
                             {"kv_bytes_per_seq", mem.kv_bytes_per_sequence}, {"max_batch_seqs", mem.max_batch}}},
-            {"decode", Json{{"step_seconds", d.step_seconds}, {"weights_seconds", d.params_seconds},
+            {"decode", Json{{"step_seconds", d.step_seconds}, {"step_given", given_step > 0},
+                            {"weights_seconds", d.params_seconds},
                             {"kv_seconds", d.attention_seconds}, {"memory_bound", d.memory_bound},
                             {"critical_batch_seqs", d.critical_batch},
                             {"expert_critical_batch_seqs", moe_critical}, {"fits", d.fits},

@@ -24,6 +24,8 @@ void add_totals_flags(cxxopts::Options& o) {
        cxxopts::value<int>())
       ("mfu", "achieved fraction of peak FLOP/s (what train/infer call --efficiency)",
        cxxopts::value<double>()->default_value("0.4"))
+      ("chip-hours", "chip-hours (GPU-hours) a finished run took, e.g. 2.79e6: the MFU it achieved and its days "
+                     "on --chips", cxxopts::value<std::string>())
       ("dtype", "the matmul dtype whose peak counts: bf16, fp32, fp8, int8",
        cxxopts::value<std::string>()->default_value("bf16"));
   std::string presets;
@@ -36,7 +38,8 @@ void add_totals_flags(cxxopts::Options& o) {
       ("batch-tokens", "tokens in one batch, for gradient checkpoints (e.g. 4e6)", cxxopts::value<std::string>())
       ("checkpoints", "[batch, D] bf16 checkpoints kept per layer (the book's k of k*D)",
        cxxopts::value<double>()->default_value("0"))
-      ("remat", "none|full|save-matmul|save-mlp-matmul: k from the framework's remat policy (needs a model)",
+      ("remat", "none|full|save-matmul|save-mlp-matmul: the policy's recomputed FLOPs (full: 8/6) and, with "
+                "--batch-tokens, k from what it keeps (needs a model)",
        cxxopts::value<std::string>());
 }
 
@@ -79,9 +82,10 @@ Checkpoints checkpoints_from(const cxxopts::ParseResult& a, const std::optional<
     c.per_layer = saved_activations_per_token_layer(*shape, remat) / static_cast<double>(shape->d_model);
   }
   if (c.per_layer == 0) return c;
-  if (!a.count("batch-tokens"))
-    throw UserError((c.remat.empty() ? "--checkpoints" : "--remat") +
-                    std::string(" needs --batch-tokens, the tokens of one batch (e.g. 4e6)"));
+  if (!a.count("batch-tokens")) {
+    if (!c.remat.empty()) return c;  // a policy without a batch: its FLOPs, no checkpoint bytes
+    throw UserError("--checkpoints needs --batch-tokens, the tokens of one batch (e.g. 4e6)");
+  }
   const double tokens = parse_size(a["batch-tokens"].as<std::string>(), "batch-tokens");
   const int64_t layers = shape ? shape->layers : a.count("layers") ? a["layers"].as<int64_t>() : 0;
   const int64_t d = shape ? shape->d_model : a.count("d-model") ? a["d-model"].as<int64_t>() : 0;
@@ -106,6 +110,10 @@ int cmd_totals(const cxxopts::ParseResult& a) {
     if (!shape) throw UserError("--attention needs the model's heads and layers: give --model or its dimensions");
     run.extra_flops_per_token = 3 * attention_flops_per_token(*shape, shape->context);
   }
+  if (a.count("remat")) {  // recomputed forward FLOPs: the policy's training FLOPs over none's
+    const nn::Remat remat = nn::parse_remat(a["remat"].as<std::string>());
+    run.flops_multiplier = train_flops_per_token(*shape, remat) / train_flops_per_token(*shape, nn::Remat::None);
+  }
   run.chips = chips_or_pods(a, hw, parse_count(a["chips"].as<std::string>(), "chips"));
   run.mfu = a["mfu"].as<double>();
   if (!(run.mfu > 0 && run.mfu <= 1))
@@ -115,6 +123,9 @@ int cmd_totals(const cxxopts::ParseResult& a) {
   const Checkpoints checkpoints = checkpoints_from(a, shape);
   run.activation_bytes = checkpoints.bytes;
   const RunTotals t = run_totals(run, hw);
+  // --chip-hours: what a finished run achieved (transformers.md Q7), and its days on --chips.
+  const double chip_hours = a.count("chip-hours") ? parse_size(a["chip-hours"].as<std::string>(), "chip-hours") : 0;
+  const double mfu_achieved = a.count("chip-hours") ? achieved_mfu(t.train_flops, chip_hours, t.chip_flops_per_second) : 0;
 
   Json json{{"hw", hw.name}};
   if (shape) json["model"] = shape->describe();
@@ -131,6 +142,12 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                    {"mfu", run.mfu},
                    {"seconds", t.seconds},
                    {"days", t.days},
+                   {"chip_hours", t.chip_hours},
+                   {"remat_flops_multiplier", run.flops_multiplier},
+                   {"achieved", a.count("chip-hours")
+                                    ? Json{{"chip_hours", chip_hours}, {"mfu", mfu_achieved},
+                                           {"days", chip_hours / static_cast<double>(run.chips) / 24}}
+                                    : Json(nullptr)},
                    {"state_bytes_per_param", Json{{"params", run.state.params}, {"grads", run.state.grads},
                                                   {"optimizer", run.state.optimizer},
                                                   {"total", run.state.per_param()}}},
@@ -158,10 +175,20 @@ int cmd_totals(const cxxopts::ParseResult& a) {
                      (run.extra_flops_per_token > 0 ? " + attention " + scientific(run.extra_flops_per_token, "FLOP") +
                                                           " at T=" + std::to_string(shape->context)
                                                     : std::string()) +
+                     (run.flops_multiplier > 1 ? ", all x " + human(run.flops_multiplier, "") + " for remat " + checkpoints.remat +
+                                                     "'s recomputed forward"
+                                               : std::string()) +
                      ")\n  cluster " + chips + ": " + human(t.cluster_flops_per_second, "FLOP/s") + " peak " +
                      to_string(run.dtype) + ", " + human(t.cluster_hbm_bytes, "B") + " HBM\n  time at " +
                      human(100 * run.mfu, "") + "% MFU: " + scientific(t.seconds, "s") + " = " +
-                     human(t.days, "days") + "\n  state " + human(run.state.per_param(), "B") + "/param (params " +
+                     human(t.days, "days") + " = " + scientific(t.chip_hours, "chip-hours") +
+                     (a.count("chip-hours") ? "\n  achieved in " + scientific(chip_hours, "chip-hours") + ": MFU " +
+                                                  human(100 * mfu_achieved, "") + "% (training FLOPs / (chip-hours x 3600 s x " +
+                                                  human(t.chip_flops_per_second, "FLOP/s") + ")), " +
+                                                  human(chip_hours / static_cast<double>(run.chips) / 24, "days") + " on " +
+                                                  std::to_string(run.chips) + " chips"
+                                            : std::string()) +
+                     "\n  state " + human(run.state.per_param(), "B") + "/param (params " +
                      human(run.state.params, "") + ", grads " + human(run.state.grads, "") + ", optimizer " +
                      human(run.state.optimizer, "") + ") = " + human(t.state_bytes, "B");
   if (run.activation_bytes > 0) {

@@ -206,6 +206,59 @@ int command_or_run(const cxxopts::ParseResult& a, Json json, std::string text, c
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+// How far the book's per-chip bounds let this batch and these chips scale (training.md,
+// "Data Parallelism" and "Scaling Across Pods"; gpus.md): DP/FSDP over every torus axis
+// (or, on GPUs, across nodes; E/k times that for an MoE's experts), the most chips the
+// batch keeps compute-bound and the least
+// batch the chips need; on a torus the same for FSDP+TP with the book's M_X = axes - 1,
+// M_Y = 1 and its X_opt split; TP's usable degree; and the sequences data parallelism can
+// split without a context axis.
+std::string scale_text(const TrainConfig& c, int chips, const HardwareProfile& hw, Json& json) {
+  const bool gpu = hw.interconnect == Interconnect::kSwitched;
+  const int axes = gpu ? 1 : std::max(1, hw.torus_axes);
+  const BatchScale dp = batch_scale(
+      moe_critical_batch(
+          dp_critical_batch(hw, axes, gpu && chips > hw.node_size, c.precision.compute, c.precision.wire.reduce),
+          c.model.experts, c.model.top_k),
+      c.batch_tokens, chips);
+  const double tp_max = tp_max_degree(c.model.d_ff, hw, 1, c.precision.compute);
+  const double sequences = c.batch_tokens / static_cast<double>(c.model.context);
+  json.update(Json{{"batch_sequences", sequences},
+                   {"dp_scale", Json{{"critical_tokens_per_chip", dp.critical_per_chip}, {"axes", axes},
+                                     {"max_chips", dp.max_chips}, {"min_batch_tokens", dp.min_batch_tokens}}},
+                   {"tp_degree", tp_degree(tp_max, hw.node_size)}});
+  std::string text = "scale: DP/FSDP " + (gpu ? std::string(chips > hw.node_size ? "across nodes" : "in a node")
+                                              : "over all " + std::to_string(axes) + " torus axes") +
+                     " needs > " + human(dp.critical_per_chip, "") + " tokens per chip" +
+                     (c.model.experts > 0 ? " (x E/k for the experts)" : "") + ": this batch keeps at most " +
+                     human(dp.max_chips, "") + " chips compute-bound, and " + std::to_string(chips) +
+                     " chips need a batch of >= " + human(dp.min_batch_tokens, "tokens") + "\n";
+  if (!gpu) {
+    const double fsdp_axes = std::max(1, hw.torus_axes - 1);
+    const BatchScale mixed = batch_scale(fsdp_tp_critical_batch(c.model.d_ff, hw, fsdp_axes, 1, c.precision.compute),
+                                         c.batch_tokens, chips);
+    const int pods = pods_spanned(chips, hw), domain = pods > 1 ? hw.node_size : chips;
+    const FsdpTpSplit split = optimal_fsdp_tp_split(c.batch_tokens * domain / chips, c.model.d_ff, domain, fsdp_axes, 1);
+    json.update(Json{{"fsdp_tp_scale", Json{{"critical_tokens_per_chip", mixed.critical_per_chip},
+                                            {"fsdp_axes", fsdp_axes}, {"tensor_axes", 1},
+                                            {"max_chips", mixed.max_chips}, {"min_batch_tokens", mixed.min_batch_tokens}}},
+                     {"fsdp_tp_split", Json{{"x_opt", split.x_opt}, {"fsdp", split.fsdp}, {"tensor", split.tensor},
+                                            {"whole_fsdp", split.whole_fsdp}, {"whole_tensor", split.whole_tensor}}}});
+    text += "  FSDP+TP (M_X=" + human(fsdp_axes, "") + ", M_Y=1) needs > alpha^2/(M_X M_Y F) = " +
+            human(mixed.critical_per_chip, "") + " per chip: at most " + human(mixed.max_chips, "") +
+            " chips, >= " + human(mixed.min_batch_tokens, "tokens") + " on " + std::to_string(chips) +
+            "; X_opt = sqrt(B N M_X/(F M_Y)) = " + human(split.x_opt, "") + (pods > 1 ? " per pod" : "") +
+            ": fsdp=" + std::to_string(split.fsdp) + " x tensor=" + std::to_string(split.tensor) +
+            " in powers of two, fsdp=" + std::to_string(split.whole_fsdp) + " x tensor=" +
+            std::to_string(split.whole_tensor) + " on all " + std::to_string(domain) + " chips\n";
+  }
+  text += "  TP below " + human(tp_max, "") + "-way per axis: " + std::to_string(tp_degree(tp_max, hw.node_size)) +
+          "-way (a power of two" + (gpu ? ", not straddling nodes" : "") + "); " + human(sequences, "") +
+          " sequences of " + std::to_string(c.model.context) +
+          " tokens: data x fsdp x expert at most that without a context axis\n";
+  return text;
+}
+
 }  // namespace
 
 int cmd_train(const cxxopts::ParseResult& a) {
@@ -222,7 +275,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   c.model = model_from(a);
   // A shape derived from --params: say which (the ranking's first line is the shape).
   const std::string derived = a.count("params") ? c.model.describe() + " (L from --params)\n" : "";
-  c.batch_tokens = parse_size(*batch_text(a, "tokens"), "batch");
+  c.batch_tokens = train_batch_tokens(a, c.model);
   c.remat = nn::parse_remat(a["remat"].as<std::string>());
   const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();
@@ -261,6 +314,9 @@ int cmd_train(const cxxopts::ParseResult& a) {
     json["wire"] = wire_json(c.precision.wire);
     json["compression"] = advice_json(advice);
     json["book_conditions"] = conditions_json(c, e, hw);
+    Json scale = Json::object();
+    text += scale_text(c, chips, hw, scale);
+    json["scale"] = scale;
     if (const auto run = run_of(a, e, c.batch_tokens)) {
       json["run"] = run->first;
       text += run->second;
@@ -334,7 +390,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     skipped[why] = count;
     text += "  skipped " + std::to_string(count) + ": " + why + "\n";
   }
-  text += wires_line(c.precision.wire);
+  text += wires_line(c.precision.wire) + scale_text(c, chips, hw, conditions);
   // The best layout's conditions over all its axes, and a whole run at its step time.
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {

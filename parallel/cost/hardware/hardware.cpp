@@ -77,9 +77,11 @@ ChipFacts tpu_facts(int cores, int mxu, const char* pod, int chips_per_host, dou
   f.pcie_bandwidth = pcie, f.dcn_bandwidth_per_host = 2.5e10;
   return f;
 }
-ChipFacts gpu_facts(int sms, double base_hz, double boost_hz, double smem, double l2) {
+ChipFacts gpu_facts(int sms, double base_hz, double boost_hz, double smem, double l2, int switches) {
   ChipFacts f;
+  f.switches_per_node = switches;
   f.cores = sms, f.clock_hz = boost_hz, f.base_clock_hz = base_hz, f.smem_bytes_per_core = smem, f.l2_bytes = l2;
+  f.register_bytes_per_core = 256e3;  // "All generations have 256kB of register memory per SM"
   f.chips_per_host = 8;
   return f;
 }
@@ -88,13 +90,13 @@ std::vector<HardwareProfile> book_profiles() {
   ChipFacts v5e = tpu_facts(1, 128, "16x16", 8, 1.5e10), v5p = tpu_facts(2, 128, "16x20x28", 4, 1.5e10);
   v5e.vmem_bytes = 128.0 * (1 << 20), v5e.clock_hz = 1.5e9, v5e.price_per_hour = 1.2;
   v5p.vmem_bytes = 128e6, v5p.price_per_hour = 4.2;
-  ChipFacts h100 = gpu_facts(132, 1.59e9, 1.98e9, 256e3, 50e6), h200 = h100;
+  ChipFacts h100 = gpu_facts(132, 1.59e9, 1.98e9, 256e3, 50e6, 4), h200 = h100;
   h100.price_per_hour = 10.8, h200.price_per_hour = 10;
   // GB200 NVL72 (gpus.md): B200 GPUs, 72 to an NVLink5 domain, node egress 72 x 400 Gbps =
   // 3.6 TB/s. Hosts of 4 GPUs (18 compute trays) are NVIDIA's figure; the book gives none.
-  const ChipFacts b200 = gpu_facts(148, 0, 0, 256e3, 126e6);
+  const ChipFacts b200 = gpu_facts(148, 0, 0, 256e3, 126e6, 2);
   ChipFacts nvl72_facts = b200;
-  nvl72_facts.chips_per_host = 4;
+  nvl72_facts.chips_per_host = 4, nvl72_facts.switches_per_node = 18;
   HardwareProfile nvl72 = gpu("gb200-nvl72", "NVIDIA GB200 NVL72: B200 GPUs in a 72-GPU NVLink5 domain", 192e9, 8.0e12,
                               2.25e15, 4.5e15, 4.5e15, 900e9, 50e9);
   nvl72.node_size = 72;
@@ -116,7 +118,7 @@ std::vector<HardwareProfile> book_profiles() {
                  tpu_facts(1, 256, "16x16", 8, 3.2e10)),
       with_facts(gpu("a100", "NVIDIA A100 SXM 80GB: NVLink3 node of 8, HDR InfiniBand", 80e9, 2.0e12, 3.1e14,
                      6.2e14, 0, 300e9, 25e9),
-                 gpu_facts(108, 1.10e9, 1.41e9, 192e3, 40e6)),
+                 gpu_facts(108, 1.10e9, 1.41e9, 192e3, 40e6, 6)),
       with_facts(gpu("h100", "NVIDIA H100 SXM: NVLink4 node of 8 (18 links x 25 GB/s), NDR InfiniBand", 80e9,
                      3.35e12, 9.9e14, 1.98e15, 1.98e15, 450e9, 50e9),
                  h100),
@@ -181,6 +183,7 @@ PodTotals pod_totals(const HardwareProfile& hw) {
   t.hbm_bytes = t.chips * hw.hbm_bytes;
   t.price_per_hour = t.chips * hw.facts.price_per_hour;
   t.flops_per_dollar_hour = hw.facts.price_per_hour > 0 ? hw.flops_bf16 / hw.facts.price_per_hour : 0;
+  t.flops_per_dollar = t.flops_per_dollar_hour * 3600;  // the hour the price buys
   return t;
 }
 

@@ -40,6 +40,8 @@ struct ChipFacts {
   double base_clock_hz = 0;        // GPU: base clock
   double vmem_bytes = 0;           // TPU: VMEM per chip
   double smem_bytes_per_core = 0;  // GPU: SMEM (L1) per SM
+  double register_bytes_per_core = 0;  // GPU: register file per SM (256 kB since Volta; gpus.md)
+  int switches_per_node = 0;       // GPU: NVSwitches in one NVLink domain (gpus.md's node table)
   double l2_bytes = 0;             // GPU: L2 per chip
   int mxu_size = 0;                // TPU: systolic array edge (matmul dims pad to it)
   std::string pod_topology;        // TPU: a full pod, e.g. "16x20x28"
@@ -95,6 +97,8 @@ struct PodTotals {
   double hbm_bytes = 0;
   double price_per_hour = 0;
   double flops_per_dollar_hour = 0;  // chip bf16 FLOP/s / chip USD per hour
+  double flops_per_dollar = 0;       // bf16 FLOPs one dollar buys at peak: that x 3600 s
+                                     // (applied-inference.md: H100 3.3e17, v5p 3.9e17, v5e 5.8e17)
 };
 PodTotals pod_totals(const HardwareProfile& hw);
 // Vector (non-matmul) fp32 ALUs of one chip: a GPU SM has 4 subpartitions of 32 CUDA cores

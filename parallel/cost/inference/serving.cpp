@@ -35,10 +35,17 @@ SliceMemory slice_memory(const ServedModel& m, DType weights, int chips, int64_t
   return s;
 }
 
-DecodeRun decode_run(const ServedModel& m, const InferenceConfig& c, int64_t steps, const HardwareProfile& hw) {
+DecodeRun decode_run(const ServedModel& m, const InferenceConfig& c, int64_t steps, const HardwareProfile& hw,
+                     double step_seconds) {
   require_above_zero("decode tokens", static_cast<double>(steps), "give the tokens generated per sequence");
+  if (!(step_seconds >= 0)) throw UserError("a given decode step must be >= 0 seconds (0: priced), got " + format_number(step_seconds));
   DecodeRun r;
   r.step = estimate_decode(m, c, hw);
+  if (step_seconds > 0) {
+    r.step.step_seconds = step_seconds;
+    r.step.tokens_per_second = static_cast<double>(c.batch) / step_seconds;
+    r.step.tokens_per_second_per_chip = r.step.tokens_per_second / c.chips;
+  }
   r.steps = steps;
   r.seconds = static_cast<double>(steps) * r.step.step_seconds;
   r.tokens = static_cast<double>(c.batch) * static_cast<double>(steps);

@@ -42,6 +42,8 @@ SliceMemory slice_memory(const ServedModel& model, DType weights, int chips, int
 // estimate_decode's step at the configured context (the book's approximation: the caches
 // are sized for the whole context from the start).
 //   seconds = steps x step;  queries/s = batch / seconds;  per chip = that / chips
+// `step_seconds` > 0 takes the step as given instead (a measured step, or a figure such as
+// applied-inference.md's 19 ms): tokens/s and the run follow it, the rest stays priced.
 struct DecodeRun {
   DecodeEstimate step;
   int64_t steps = 0;
@@ -51,7 +53,7 @@ struct DecodeRun {
   double queries_per_second_per_chip = 0;
 };
 DecodeRun decode_run(const ServedModel& model, const InferenceConfig& config, int64_t steps,
-                     const HardwareProfile& hw);
+                     const HardwareProfile& hw, double step_seconds = 0);
 
 // One model-sharded decode matmul X[B, D] . W[D, F_Y] over Y chips (activations moved, the
 // weights stationary), per chip (book "inference", generation; "applied-inference", 4x8):

@@ -207,6 +207,11 @@ double attention_crossover_context(const TransformerShape& s) {
   return projections / (2.0 * s.heads * s.head_dim);
 }
 
+double attention_matmul_crossover_context(const TransformerShape& s) {
+  const double layer_matmul = (count_params(s).matmul - static_cast<double>(s.vocab) * s.d_model) / s.layers;
+  return layer_matmul / (2.0 * s.heads * s.head_dim);
+}
+
 double kv_bytes_per_token(const TransformerShape& s, DType kv) {
   return 2.0 * s.layers * s.kv_heads * s.head_dim * bytes_of(kv);
 }

@@ -87,6 +87,11 @@ double train_flops(double params, double tokens);
 // Context length at which attention FLOPs equal the Q/K/V/O projection FLOPs: D (N+K) / N
 // (T = 2D for multi-head attention).
 double attention_crossover_context(const TransformerShape& s);
+// Context length at which attention's dot products (4 T N H a layer, forward) equal all of a
+// layer's matmuls (2 x its active matmul parameters: projections, MLP, router; the
+// unembedding left out): T = layer matmul params / (2 N H) -- the book's T = 8D for F = 4D
+// and N H = D ("dot-product attention FLOPs only become dominant during training once T > 8D").
+double attention_matmul_crossover_context(const TransformerShape& s);
 
 // The element-wise work of a training step, in elements read or written per token and
 // layer, forward and backward together (backward about twice the forward), split into

@@ -1,6 +1,7 @@
 #include "parallel/cost/network/fat_tree.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "framework/error.h"
@@ -9,6 +10,7 @@ namespace shardlab::cost {
 namespace {
 
 constexpr int kNodesPerSu = 32;  // the reference SuperPod's Scalable Unit
+constexpr int kIbSwitchPorts = 64;  // NDR InfiniBand switches, leaf and spine
 
 }  // namespace
 
@@ -21,10 +23,22 @@ FatTree fat_tree(const HardwareProfile& hw, int sus, double oversubscription) {
   FatTree t;
   const int n = hw.node_size;
   t.node_egress = n * hw.dcn.bandwidth;
-  t.levels.push_back({"node", n, 1, hw.ici.bandwidth});
-  t.levels.push_back({"leaf", kNodesPerSu, n, t.node_egress});
-  if (sus > 1) t.levels.push_back({"spine", sus, kNodesPerSu * n, kNodesPerSu * t.node_egress / oversubscription});
+  const int leaves = sus * n;  // one per GPU rail (NIC) in each SU
+  t.levels.push_back({"node", n, 1, hw.ici.bandwidth, sus * kNodesPerSu * hw.facts.switches_per_node});
+  t.levels.push_back({"leaf", kNodesPerSu, n, t.node_egress, leaves});
+  if (sus > 1) {
+    // Each leaf sends its SU's share up on (ports - nodes) links, fewer when oversubscribed.
+    const double uplinks = leaves * (kIbSwitchPorts - kNodesPerSu) / oversubscription;
+    t.levels.push_back({"spine", sus, kNodesPerSu * n, kNodesPerSu * t.node_egress / oversubscription,
+                        static_cast<int>(std::ceil(uplinks / kIbSwitchPorts))});
+  }
   return t;
+}
+
+int FatTree::switches() const {
+  int total = 0;
+  for (const FatTreeLevel& l : levels) total += l.switches;
+  return total;
 }
 
 FatTree fat_tree_for(const HardwareProfile& hw, int gpus) {

@@ -43,6 +43,11 @@ struct FatTreeLevel {
   int degree = 0;             // children per group at this level (the spine: SUs)
   int child_gpus = 0;         // S_i: GPUs under one child
   double link_bandwidth = 0;  // W_i: bytes/s from one child into this level, one direction
+  // Switches at this level in the whole tree (gpus.md, "Beyond the node level"): the node's
+  // NVSwitches (4 per H100 node); one leaf per GPU rail in each SU (a 64-port switch: 32
+  // ports down to the SU's nodes, 32 up); the spine's 64-port switches, all ports down,
+  // for the leaves' uplinks (16 over 4 SUs). The 1024-GPU SuperPod: 512 + 32 + 16 = 560.
+  int switches = 0;
   double per_gpu() const { return link_bandwidth / child_gpus; }
   // D W / (D - 1): the all_gather bandwidth of a full group at this level.
   double collective_bandwidth() const { return degree * link_bandwidth / (degree - 1); }
@@ -52,6 +57,7 @@ struct FatTreeLevel {
 struct FatTree {
   std::vector<FatTreeLevel> levels;  // node first
   double node_egress = 0;            // bytes/s out of one node (the leaf link)
+  int switches() const;              // all levels' switches
 };
 
 // The DGX SuperPod reference tree for a GPU profile (UserError for a torus): nodes of

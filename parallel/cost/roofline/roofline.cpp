@@ -114,6 +114,7 @@ PaddedMatmul pad_to_tile(const MatmulSpec& m, int64_t tile) {
   PaddedMatmul p{m, 1};
   p.padded.d = up(m.d), p.padded.f = up(m.f);
   p.useful_fraction = static_cast<double>(m.d) * m.f / (static_cast<double>(p.padded.d) * p.padded.f);
+  p.padded_elements = static_cast<double>(p.padded.d) * p.padded.f - static_cast<double>(m.d) * m.f;
   return p;
 }
 

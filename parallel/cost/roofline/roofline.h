@@ -74,6 +74,7 @@ double matmul_critical_batch_approx(const MatmulSpec& m, const HardwareProfile& 
 struct PaddedMatmul {
   MatmulSpec padded;
   double useful_fraction = 1;
+  double padded_elements = 0;  // zeros added to W: D'F' - DF (each costs 2B wasted FLOPs)
 };
 // UserError unless tile >= 1.
 PaddedMatmul pad_to_tile(const MatmulSpec& m, int64_t tile);

@@ -29,6 +29,14 @@ double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes, DType co
   return axes * static_cast<double>(d_ff) * allgather_bandwidth(hw, 1) / peak_flops(hw, compute);
 }
 
+int tp_degree(double max_degree, int node_size) {
+  int degree = 1;
+  while (2.0 * degree < max_degree) degree *= 2;
+  // A degree between one and two nodes would straddle a node boundary: one node's worth.
+  if (degree > node_size && degree < 2 * node_size) degree = node_size;
+  return degree;
+}
+
 double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
                               DType compute) {
   const double alpha = dp_critical_batch(hw, 1, false, compute);
@@ -54,7 +62,22 @@ FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, 
   const int x_log = std::clamp(static_cast<int>(std::lround(std::log2(std::max(s.x_opt, 1.0)))), 0, max_log);
   s.fsdp = 1 << x_log;
   s.tensor = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(chips) / s.fsdp)));
+  // Exactly `chips`: every power-of-two tensor that divides them, fsdp the rest.
+  double best = INFINITY;
+  for (int tensor = 1; chips % tensor == 0; tensor *= 2) {
+    const int fsdp = chips / tensor;
+    const double distance = std::abs(std::log2(fsdp / std::max(s.x_opt, 1.0)));
+    if (distance < best) best = distance, s.whole_fsdp = fsdp, s.whole_tensor = tensor;
+  }
   return s;
+}
+
+BatchScale batch_scale(double critical_per_chip, double batch_tokens, int64_t chips) {
+  if (!(critical_per_chip > 0))
+    throw UserError("a per-chip batch bound must be positive, got " + std::to_string(critical_per_chip));
+  return {.critical_per_chip = critical_per_chip,
+          .max_chips = batch_tokens / critical_per_chip,
+          .min_batch_tokens = static_cast<double>(chips) * critical_per_chip};
 }
 
 }  // namespace shardlab::cost

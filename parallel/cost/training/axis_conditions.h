@@ -17,6 +17,8 @@
 //
 //   double alpha = dp_critical_batch(hardware("tpu-v5p"));              // 2550 tokens per chip
 //   FsdpTpSplit s = optimal_fsdp_tp_split(4 << 20, 28672, 8192, 1, 1);  // s.fsdp, s.tensor
+//   BatchScale b = batch_scale(dp_critical_batch(hardware("tpu-v5p"), 3), 16e6, 8960);
+//   // b.max_chips = 18,823 for a 16M-token batch; b.min_batch_tokens = 7.6M for a pod
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,11 @@ double wire_critical_factor(const WireDtypes& wire, bool sharded);
 double moe_critical_batch(double dense_critical_batch, int64_t experts, int64_t top_k);
 // Largest tensor-parallel degree that stays compute-bound: M_Y F W / C.
 double tp_max_degree(int64_t d_ff, const HardwareProfile& hw, int axes = 1, DType compute = DType::kBf16);
+// The tensor-parallel degree to use under the bound Y < max_degree: the largest power of
+// two below it (so heads and F split evenly), and at most one node of `node_size` unless it
+// reaches two whole nodes (gpus.md Quiz 5 Q2: F / 1995 = 14.4 on H100 nodes of 8 "doesn't
+// span 2 nodes, [so] we'd go up to 8-way"). At least 1.
+int tp_degree(double max_degree, int node_size);
 // Tokens per chip above which FSDP + TP stays compute-bound: (C/W)^2 / (M_X M_Y F).
 double fsdp_tp_critical_batch(int64_t d_ff, const HardwareProfile& hw, double fsdp_axes, double tensor_axes,
                               DType compute = DType::kBf16);
@@ -63,9 +70,27 @@ double ring_attention_critical_tokens(const HardwareProfile& hw, double heads, d
 struct FsdpTpSplit {
   double x_opt = 0;  // sqrt(B N M_X / (F M_Y)), continuous
   int fsdp = 1;      // the power of two nearest x_opt (log scale), at most `chips`
-  int tensor = 1;    // the largest power of two with fsdp x tensor <= chips
+  int tensor = 1;    // the largest power of two with fsdp x tensor <= chips (the book's
+                     // rounding: 2048 x 4 = 8192 of a pod's 8960 chips)
+  // A layout of exactly `chips`: tensor a power of two that divides them, fsdp = chips /
+  // tensor the nearest x_opt (log scale; 8960 chips, x_opt 1618: 2240 x 4). Equal to
+  // fsdp, tensor when chips is a power of two.
+  int whole_fsdp = 1;
+  int whole_tensor = 1;
 };
 FsdpTpSplit optimal_fsdp_tp_split(double batch_tokens, int64_t d_ff, int chips, double fsdp_axes,
                                   double tensor_axes);
+
+// How far a per-chip batch bound scales (training.md, "Data Parallelism" and "Scaling
+// Across Pods"): chips stay compute-bound while each holds more than `critical_per_chip`
+// tokens, so a global batch of `batch_tokens` keeps at most batch / critical chips busy
+// (16M tokens over v5p's 850: 18,823 chips) and `chips` chips need a global batch of at
+// least chips x critical (a 8960-chip pod: 7.6M tokens). UserError on a non-positive bound.
+struct BatchScale {
+  double critical_per_chip = 0;
+  double max_chips = 0;         // batch_tokens / critical_per_chip (continuous)
+  double min_batch_tokens = 0;  // chips x critical_per_chip
+};
+BatchScale batch_scale(double critical_per_chip, double batch_tokens, int64_t chips);
 
 }  // namespace shardlab::cost
