@@ -1,10 +1,5 @@
 #include "framework/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -15,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "framework/mapped_file.h"
 
 namespace shardlab {
 namespace {
@@ -46,20 +42,12 @@ float f16_to_float(uint16_t bits) {
   return sign * std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
 }
 
-// A read-only mapping of a whole file, unmapped on destruction.
-struct Mapping {
-  const unsigned char* data = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (data) munmap(const_cast<unsigned char*>(data), size);
-  }
-};
-
 }  // namespace
 
 struct SafetensorsFile::Impl {
+  explicit Impl(std::string p) : path(std::move(p)), map(path) {}
   std::string path;
-  Mapping map;
+  MappedFile map;
   const unsigned char* tensor_data = nullptr;  // just after the header
   std::map<std::string, Entry> entries;
   std::map<std::string, std::string> metadata;
@@ -145,28 +133,18 @@ struct SafetensorsFile::Impl {
   }
 };
 
-SafetensorsFile::SafetensorsFile(std::string path) : impl_(std::make_unique<Impl>()) {
-  impl_->path = std::move(path);
-  const int fd = open(impl_->path.c_str(), O_RDONLY);
-  if (fd < 0) impl_->fail(std::string("cannot open it (") + std::strerror(errno) + ")");
-  struct stat st {};
-  const bool sized = fstat(fd, &st) == 0;
-  const uint64_t size = sized ? static_cast<uint64_t>(st.st_size) : 0;
-  if (size >= 8) {
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p != MAP_FAILED) impl_->map = {static_cast<const unsigned char*>(p), size};
-  }
-  close(fd);
+SafetensorsFile::SafetensorsFile(std::string path) : impl_(std::make_unique<Impl>(std::move(path))) {
+  if (!impl_->map.ok()) impl_->fail("cannot open it (" + impl_->map.error() + ")");
+  const uint64_t size = impl_->map.size();
   if (size < 8) impl_->fail("it has " + std::to_string(size) + " bytes, fewer than the 8 of the header length");
-  if (!impl_->map.data) impl_->fail("cannot map it into memory");
   uint64_t header_size = 0;
-  std::memcpy(&header_size, impl_->map.data, 8);
+  std::memcpy(&header_size, impl_->map.bytes().data(), 8);
   if (header_size > size - 8) {
     impl_->fail("the header length " + std::to_string(header_size) + " runs past the end of the file (" +
                 std::to_string(size) + " bytes); the file is truncated or not safetensors");
   }
-  impl_->tensor_data = impl_->map.data + 8 + header_size;
-  impl_->parse(std::string(reinterpret_cast<const char*>(impl_->map.data) + 8, header_size),
+  impl_->tensor_data = impl_->map.bytes().data() + 8 + header_size;
+  impl_->parse(std::string(reinterpret_cast<const char*>(impl_->map.bytes().data()) + 8, header_size),
                size - 8 - header_size);
 }
 

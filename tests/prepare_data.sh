@@ -3,10 +3,11 @@
 # vocabulary (tests/bpe_reference.py): the val shard comes first and ends at a line end
 # near --val-fraction, shards hold --shard-tokens tokens, and the shards read back and
 # decoded (in Python, from the vocabulary's own bytes) give every file's text, each after
-# <|endoftext|>. A tokenizer of more than 65536 ids and a file that is no tokenizer are
-# refused with one clear line.
+# <|endoftext|>. A tokenizer of more than 65536 ids writes LLaMA 3's uint32 form (magic
+# 20240801, version 7), which decodes too and which train_gpt (TRAIN_GPT, the optional
+# second argument) trains on. A file that is no tokenizer is refused with one clear line.
 set -uo pipefail
-prepare=$1
+prepare=$1 train=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -69,11 +70,34 @@ expect_refusal() {  # expect_refusal PATTERN ARGS...: exit 1, one error line mat
   grep -q "$pattern" "$dir/err" || fail "prepare_data $*: no '$pattern' in: $(cat "$dir/err")"
   [ -e "$dir/refused" ] && fail "prepare_data $* wrote output"
 }
-expect_refusal "has 65537 token ids, but llm.c shards hold uint16 ids (at most 65536)" --tokenizer "$dir/big.tiktoken" "$dir/a.txt"
 expect_refusal "tokenizer .*a.txt line 1 .* a tiktoken file has lines" --tokenizer "$dir/a.txt" "$dir/a.txt"
 expect_refusal "val-fraction must be at least 0 and below 1, got 1" --tokenizer "$dir/vocab/gpt2_strings.json" \
   --val-fraction 1 "$dir/a.txt"
 expect_refusal "input '.*nothing_\*.txt' matches no file" --tokenizer "$dir/vocab/gpt2_strings.json" "$dir/nothing_*.txt"
+
+"$prepare" --tokenizer "$dir/big.tiktoken" --out "$dir/wide/c" --val-fraction 0 "$dir/a.txt" > /dev/null 2> "$dir/err" ||
+  { fail "prepare_data with 65537 ids exited $?"; cat "$dir/err"; }
+python3 - "$dir" <<'PY' || fail "the uint32 shard does not decode to the corpus"
+import base64, glob, struct, sys
+d = sys.argv[1]
+tokens = [base64.b64decode(line.split()[0]) for line in open(f"{d}/big.tiktoken")]
+shards = glob.glob(f"{d}/wide/c_train_*.bin")
+assert len(shards) == 1, shards
+raw = open(shards[0], "rb").read()
+header = struct.unpack("<256i", raw[:1024])
+assert header[:2] == (20240801, 7) and len(raw) == 1024 + 4 * header[2], header[:3]
+ids = struct.unpack(f"<{header[2]}I", raw[1024:])
+assert ids[0] == len(tokens), ids[:3]  # <|begin_of_text|>, the first special after the ranks
+text = b"<|begin_of_text|>" + b"".join(tokens[i] for i in ids[1:])
+assert text == b"<|begin_of_text|>" + open(f"{d}/a.txt", "rb").read(), "decoded text differs"
+PY
+if [ -n "$train" ]; then
+  "$train" --threads 1 --model gpt-tiny --context 32 --batch 2 --tokenizer "$dir/big.tiktoken" --data "$dir/wide/c_train_*.bin" \
+    --steps 1 --eval-every 0 --eval-batches 1 --ckpt-dir "$dir/wide_run" > "$dir/wide.log" 2>&1 ||
+    { fail "train_gpt on uint32 shards:"; tail -3 "$dir/wide.log"; }
+  grep -q "^data .*uint32 tokens" "$dir/wide.log" || fail "data line: $(grep '^data' "$dir/wide.log")"
+  grep -q "V=65537" "$dir/wide.log" || fail "model line: $(grep '^model' "$dir/wide.log")"
+fi
 
 [ $failures = 0 ] && echo "prepare_data.sh: all checks passed"
 exit $((failures > 0))

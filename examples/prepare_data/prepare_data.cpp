@@ -10,7 +10,8 @@
 // 3) or <|endoftext|> (GPT-2), as llm.c's scripts put one before each document; special
 // tokens written in the text are encoded as specials. Files are read a megabyte at a time
 // (text::StreamEncoder gives the ids of the whole text), so a corpus need not fit in memory.
-// Shards hold uint16 ids: a tokenizer of more than 65536 ids (LLaMA 3's 128256) is refused.
+// Shards hold uint16 ids (llm.c's GPT-2 form) when the tokenizer has at most 65536 ids, and
+// uint32 ids (llm.c's LLaMA 3 form, magic 20240801) past that, e.g. for LLaMA 3's 128256.
 //
 // stderr: a progress bar with the measured read rate (MB/s) and tokens/s; stdout: each
 // shard written and a summary.
@@ -36,26 +37,38 @@ using Clock = std::chrono::steady_clock;
 // counting across splits (llm.c's naming: val is shard 0).
 class ShardWriter {
  public:
-  ShardWriter(std::string prefix, int64_t shard_tokens) : prefix_(std::move(prefix)), shard_tokens_(shard_tokens) {}
+  // `wide`: uint32 ids (LLaMA 3's form), else uint16.
+  ShardWriter(std::string prefix, int64_t shard_tokens, bool wide)
+      : prefix_(std::move(prefix)), shard_tokens_(shard_tokens), wide_(wide) {}
 
   void add(const std::vector<int>& ids, const std::string& split) {
     split_ = split;
     for (int id : ids) {
-      buffer_.push_back(static_cast<uint16_t>(id));
-      if (static_cast<int64_t>(buffer_.size()) == shard_tokens_) flush();
+      if (wide_) {
+        wide_buffer_.push_back(static_cast<uint32_t>(id));
+      } else {
+        buffer_.push_back(static_cast<uint16_t>(id));
+      }
+      if (buffered() == shard_tokens_) flush();
     }
     tokens_[split == "val"] += static_cast<int64_t>(ids.size());
   }
   // Writes what is buffered as a last, shorter shard of the current split.
   void flush() {
-    if (buffer_.empty()) return;
+    const int64_t count = buffered();
+    if (count == 0) return;
     char index[16];
     std::snprintf(index, sizeof index, "%06d", next_index_++);
     const std::string path = prefix_ + "_" + split_ + "_" + index + ".bin";
-    data::write_shard(path, buffer_);
-    written_.push_back(path + ": " + std::to_string(buffer_.size()) + " tokens");
+    if (wide_) {
+      data::write_shard(path, std::span<const uint32_t>(wide_buffer_));
+    } else {
+      data::write_shard(path, std::span<const uint16_t>(buffer_));
+    }
+    written_.push_back(path + ": " + std::to_string(count) + " tokens");
     ++shards_[split_ == "val"];
     buffer_.clear();
+    wide_buffer_.clear();
   }
   int64_t tokens(bool val) const { return tokens_[val]; }
   int shards(bool val) const { return shards_[val]; }
@@ -65,8 +78,11 @@ class ShardWriter {
  private:
   std::string prefix_;
   int64_t shard_tokens_;
+  bool wide_;
   std::string split_;
   std::vector<uint16_t> buffer_;
+  std::vector<uint32_t> wide_buffer_;
+  int64_t buffered() const { return static_cast<int64_t>(wide_ ? wide_buffer_.size() : buffer_.size()); }
   int next_index_ = 0;
   int64_t tokens_[2] = {0, 0};
   int shards_[2] = {0, 0};
@@ -99,8 +115,8 @@ class Progress {
 };
 
 int run(int argc, char** argv) {
-  cxxopts::Options o("prepare_data", "Tokenize text files into llm.c token shards (uint16 ids).");
-  o.add_options()("tokenizer", "Hugging Face tokenizer.json or tiktoken file (at most 65536 ids)",
+  cxxopts::Options o("prepare_data", "Tokenize text files into llm.c token shards (uint16 ids; uint32 past 65536).");
+  o.add_options()("tokenizer", "Hugging Face tokenizer.json or tiktoken file (past 65536 ids: uint32 shards)",
                   cxxopts::value<std::string>())(
       "out", "output prefix: PREFIX_val_000000.bin, PREFIX_train_000001.bin, ...", cxxopts::value<std::string>())(
       "shard-tokens", "tokens per shard (100M: llm.c's size; 4096, 16k, 1M also read)",
@@ -127,11 +143,6 @@ int run(int argc, char** argv) {
   }
   const std::string tokenizer_path = p["tokenizer"].as<std::string>();
   const text::Tokenizer tokenizer(text::read_tokenizer_file(tokenizer_path));
-  if (tokenizer.vocab_size() > 65536) {
-    throw UserError("tokenizer " + tokenizer_path + " has " + std::to_string(tokenizer.vocab_size()) +
-                    " token ids, but llm.c shards hold uint16 ids (at most 65536); train on the text with "
-                    "train_gpt --tokenizer " + tokenizer_path + " --data FILE instead");
-  }
   std::optional<int> document_start = tokenizer.special_id("<|begin_of_text|>");
   if (!document_start) document_start = tokenizer.special_id("<|endoftext|>");
 
@@ -145,7 +156,7 @@ int run(int argc, char** argv) {
   if (!parent.empty()) std::filesystem::create_directories(parent);
   std::fprintf(stderr, "tokenizer: %s\n", tokenizer.describe().c_str());
 
-  ShardWriter shards(p["out"].as<std::string>(), shard_tokens);
+  ShardWriter shards(p["out"].as<std::string>(), shard_tokens, tokenizer.vocab_size() > 65536);
   Progress progress(total_bytes);
   text::StreamEncoder stream(tokenizer);
   int64_t read = 0;

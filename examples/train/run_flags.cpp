@@ -89,6 +89,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        cxxopts::value<std::string>()->default_value(""))
       ("tokenizer", "Hugging Face tokenizer.json or tiktoken file that encodes text --data files at load (default: "
        "bytes are tokens); the vocabulary is its size unless --vocab is given", cxxopts::value<std::string>()->default_value(""))
+      ("shuffle", "llm.c .bin shards: every epoch reads the shards, and the windows of each, in an order drawn "
+       "from --seed and the epoch, as llm.c does (--shuffle=false: in name and file order); held-out data is read "
+       "in order", cxxopts::value<bool>()->default_value("true"))
       ("digits", "operand digits of the arithmetic task", cxxopts::value<int>()->default_value(std::to_string(r.digits)));
   o.add_options("optimisation")
       ("batch", "global batch in sequences (the same for every layout)", cxxopts::value<int64_t>()->default_value(std::to_string(r.batch)))
@@ -236,6 +239,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.data = p["data"].as<std::string>();
   r.val_data = p["val-data"].as<std::string>();
   r.tokenizer = p["tokenizer"].as<std::string>();
+  r.shuffle = p["shuffle"].as<bool>();
   if (!r.tokenizer.empty() && !p.count("vocab")) {
     r.model.vocab = text::Tokenizer(text::read_tokenizer_file(r.tokenizer)).vocab_size();
   }

@@ -86,6 +86,7 @@ int train(int argc, char** argv) {
   runtime::TrainState state;
   const std::string resume = run.resume.empty() ? "" : runtime::resolve_resume(run.resume, run.ckpt_dir);
   if (!resume.empty()) {
+    runtime::check_data_order(resume, run);  // position, seed and shuffle: the whole data order
     state = runtime::load_checkpoint(resume, parallel_model, *optimizer, run.model);
     if (state.step >= run.steps) {
       throw UserError("checkpoint " + resume + " is at step " + std::to_string(state.step) + ", already at --steps " +

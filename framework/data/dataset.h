@@ -31,14 +31,16 @@ class Dataset {
   virtual void read_row(int64_t index, std::span<int32_t> tokens) const = 0;
   // The longest row it can serve (a token file holds only so many tokens).
   virtual int64_t max_row_length() const = 0;
-  // The smallest vocabulary that holds every token id of this data set.
+  // A vocabulary that holds every token id of this data set: the smallest one for tokens in
+  // memory; for shards too large to scan (ShardSet), the limit it checks ids against as rows are read.
   virtual int vocab_size() const = 0;
   // One line for logs, e.g. "llm.c shard train.bin (1200000 tokens)".
   virtual std::string describe() const = 0;
 };
 
-// An in-memory token array read in overlapping windows: row i is the T + 1 tokens
-// starting at (i mod W) * T, W = (size - 1) / T windows; the array wraps (epochs) forever.
+// An in-memory token array (text files; llm.c shards stream through shard_set.h instead)
+// read in overlapping windows: row i is the T + 1 tokens starting at (i mod W) * T,
+// W = (size - 1) / T windows; the array wraps (epochs) forever.
 class TokenDataset : public Dataset {
  public:
   // `source` names the tokens' origin (a path) in messages; throws UserError when empty.

@@ -49,58 +49,89 @@ std::vector<uint16_t> read_text_bytes(const std::string& path) {
                                reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size());
 }
 
+ShardHeader parse_shard_header(const std::string& path, std::span<const unsigned char> bytes, int64_t file_size) {
+  const std::string fix = "; it is not an llm.c token shard (write one with data::write_shard, prepare_data or "
+                          "llm.c's dev/data scripts), or pass a text file whose name does not end in .bin";
+  if (file_size < kShardHeaderBytes || static_cast<int64_t>(bytes.size()) < kShardHeaderBytes) {
+    throw UserError("token shard '" + path + "' has " + std::to_string(file_size) + " bytes, less than its " +
+                    std::to_string(kShardHeaderBytes) + "-byte header" + fix);
+  }
+  std::array<int32_t, 3> header{};
+  std::memcpy(header.data(), bytes.data(), sizeof header);
+  ShardHeader h;
+  if (header[0] == kShardMagic) {
+    h.token_bytes = 2;
+  } else if (header[0] == kShardMagicU32) {
+    h.token_bytes = 4;
+  } else {
+    throw UserError("token shard '" + path + "' has magic " + std::to_string(header[0]) + ", expected " +
+                    std::to_string(kShardMagic) + " (GPT-2's uint16 tokens) or " + std::to_string(kShardMagicU32) +
+                    " (LLaMA 3's uint32)" + fix);
+  }
+  const int32_t version = h.token_bytes == 2 ? kShardVersion : kShardVersionU32;
+  if (header[1] != version) {
+    throw UserError("token shard '" + path + "' has magic " + std::to_string(header[0]) + " and version " +
+                    std::to_string(header[1]) + ", but with that magic only version " + std::to_string(version) +
+                    " (uint" + std::to_string(8 * h.token_bytes) + " tokens) is supported; re-export it with "
+                    "llm.c's writer (dev/data/data_common.py) or prepare_data");
+  }
+  h.tokens = header[2];
+  const int64_t expected = kShardHeaderBytes + h.tokens * h.token_bytes;
+  if (h.tokens < 0 || file_size != expected) {
+    throw UserError("token shard '" + path + "' header says " + std::to_string(h.tokens) + " tokens (" +
+                    std::to_string(expected) + " bytes) but the file has " + std::to_string(file_size) +
+                    " bytes; the file is truncated or corrupt: copy or export it again");
+  }
+  return h;
+}
+
 std::vector<uint16_t> read_shard(const std::string& path) {
   std::ifstream in = open_for_reading(path, "token shard");
   const int64_t size = file_size(in);
-  const std::string fix = "; it is not an llm.c token shard (write one with data::write_shard or llm.c's "
-                          "dev/data scripts), or pass a text file whose name does not end in .bin";
-  std::array<int32_t, kShardHeaderInts> header{};
-  if (size < static_cast<int64_t>(sizeof header)) {
-    throw UserError("token shard '" + path + "' has " + std::to_string(size) + " bytes, less than its " +
-                    std::to_string(sizeof header) + "-byte header" + fix);
+  std::array<unsigned char, kShardHeaderBytes> header{};
+  in.read(reinterpret_cast<char*>(header.data()), std::min<int64_t>(size, kShardHeaderBytes));
+  const ShardHeader h = parse_shard_header(path, {header.data(), static_cast<size_t>(std::min<int64_t>(size, kShardHeaderBytes))}, size);
+  if (h.token_bytes != 2) {
+    throw UserError("token shard '" + path + "' holds uint32 tokens (LLaMA 3's form), which this reader keeps as "
+                    "uint16; read it with data::ShardSet (train_gpt --data does)");
   }
-  in.read(reinterpret_cast<char*>(header.data()), sizeof header);
-  if (header[0] != kShardMagic) {
-    throw UserError("token shard '" + path + "' has magic " + std::to_string(header[0]) + ", expected " +
-                    std::to_string(kShardMagic) + fix);
-  }
-  if (header[1] != kShardVersion) {
-    throw UserError("token shard '" + path + "' has version " + std::to_string(header[1]) +
-                    ", but only version " + std::to_string(kShardVersion) +
-                    " (uint16 tokens) is supported; re-export it with llm.c's version-1 writer");
-  }
-  const int64_t count = header[2];
-  const int64_t expected = static_cast<int64_t>(sizeof header) + count * static_cast<int64_t>(sizeof(uint16_t));
-  if (count < 0 || size != expected) {
-    throw UserError("token shard '" + path + "' header says " + std::to_string(count) + " tokens (" +
-                    std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
-                    " bytes; the file is truncated or corrupt: copy or export it again");
-  }
-  std::vector<uint16_t> tokens(count);
-  if (!in.read(reinterpret_cast<char*>(tokens.data()), count * static_cast<std::streamsize>(sizeof(uint16_t)))) {
+  std::vector<uint16_t> tokens(h.tokens);
+  if (!in.read(reinterpret_cast<char*>(tokens.data()), h.tokens * static_cast<std::streamsize>(sizeof(uint16_t)))) {
     throw UserError("could not read the tokens of shard '" + path + "'; check that it is a readable regular file");
   }
   return tokens;
 }
 
-void write_shard(const std::string& path, std::span<const uint16_t> tokens) {
+namespace {
+
+template <typename Token>
+void write_shard_of(const std::string& path, std::span<const Token> tokens, int32_t magic, int32_t version) {
   if (tokens.size() > static_cast<size_t>(INT32_MAX)) {
     throw UserError("cannot write " + std::to_string(tokens.size()) + " tokens into shard '" + path +
                     "': the header's int32 count holds at most 2^31-1; split them over several shards");
   }
   std::array<int32_t, kShardHeaderInts> header{};
-  header[0] = kShardMagic;
-  header[1] = kShardVersion;
+  header[0] = magic;
+  header[1] = version;
   header[2] = static_cast<int32_t>(tokens.size());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(header.data()), sizeof header);
-  out.write(reinterpret_cast<const char*>(tokens.data()),
-            static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(Token)));
   out.close();
   if (!out) {
     throw UserError("could not write token shard '" + path + "': " + std::strerror(errno) +
                     "; check that the directory exists and is writable");
   }
+}
+
+}  // namespace
+
+void write_shard(const std::string& path, std::span<const uint16_t> tokens) {
+  write_shard_of(path, tokens, kShardMagic, kShardVersion);
+}
+
+void write_shard(const std::string& path, std::span<const uint32_t> tokens) {
+  write_shard_of(path, tokens, kShardMagicU32, kShardVersionU32);
 }
 
 bool is_token_shard(const std::string& path) { return ends_with(path, ".bin"); }

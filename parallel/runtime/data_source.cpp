@@ -1,5 +1,8 @@
 #include "parallel/runtime/data_source.h"
 
+#include <tuple>
+
+#include "framework/data/shard_set.h"
 #include "framework/data/token_files.h"
 #include "framework/error.h"
 #include "framework/text/tokenizer_files.h"
@@ -25,6 +28,24 @@ std::vector<uint16_t> read_tokens(const std::string& pattern, const text::Tokeni
   return tokens;
 }
 
+// llm.c shards (a .bin file or pattern): mapped, never read whole; training rows shuffled
+// per epoch unless --shuffle=false, held-out rows in order.
+void open_shards(const RunConfig& run, DataSource& d) {
+  const data::ShardSetOptions train{.seed = run.seed, .shuffle = run.shuffle, .vocab_limit = run.model.vocab};
+  const data::ShardSetOptions heldout{.seed = run.seed, .shuffle = false, .vocab_limit = run.model.vocab};
+  auto all = std::make_shared<const data::ShardSet>(run.data, train);
+  if (!run.val_data.empty()) {
+    d.train = all;
+    if (data::is_token_shard(run.val_data)) {
+      d.heldout = std::make_shared<const data::ShardSet>(run.val_data, heldout, "--val-data");
+    } else {
+      d.heldout = std::make_shared<data::TokenDataset>(data::read_token_files(run.val_data), run.val_data);
+    }
+  } else {  // the last tenth of the tokens is held out for evaluation
+    std::tie(d.train, d.heldout) = all->split(all->tokens() - all->tokens() / 10, heldout);
+  }
+}
+
 }  // namespace
 
 DataSource open_data(const RunConfig& run) {
@@ -33,14 +54,16 @@ DataSource open_data(const RunConfig& run) {
     d.task.emplace(data::ArithmeticConfig{.digits = run.digits, .seed = run.seed});
     d.train = d.task->train();
     d.heldout = d.task->heldout();
+  } else if (data::is_token_shard(run.data)) {
+    open_shards(run, d);
   } else {
     std::unique_ptr<text::Tokenizer> tokenizer;
     if (!run.tokenizer.empty()) {
       tokenizer = std::make_unique<text::Tokenizer>(text::read_tokenizer_file(run.tokenizer));
       if (tokenizer->vocab_size() > 65536) {
         throw UserError("--tokenizer " + run.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +
-                        " token ids, but train_gpt holds tokens as uint16 (at most 65536 ids, GPT-2's 50257 fit); "
-                        "LLaMA 3's 128256 do not yet");
+                        " token ids, but text --data is held as uint16 ids once encoded (at most 65536, GPT-2's "
+                        "50257 fit); for LLaMA 3's 128256 write uint32 shards (prepare_data) and train on those");
       }
     }
     // Named in logs and errors with the tokenizer of their ids.

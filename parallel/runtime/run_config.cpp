@@ -94,7 +94,8 @@ Attributes RunConfig::to_attributes() const {
           {"capacity_factor", static_cast<double>(model.capacity_factor)},
           {"aux_loss_coef", static_cast<double>(model.aux_loss_coef)},
           {"z_loss_coef", static_cast<double>(model.z_loss_coef)},
-          {"precision", precision},            {"tokenizer", tokenizer}};
+          {"precision", precision},            {"tokenizer", tokenizer},
+          {"shuffle", int64_t{shuffle}}};
 }
 
 double RunConfig::watchdog_timeout(double first_step_seconds) const {

@@ -24,6 +24,7 @@ struct RunConfig {
   std::string data = "arithmetic";  // "arithmetic" or a path (or pattern) to text files / llm.c .bin shards
   std::string val_data;              // held-out files; "" for the last tenth of data
   std::string tokenizer;             // a tokenizer file that encodes text data; "": bytes are tokens
+  bool shuffle = true;               // .bin shard data: shard and window order drawn per epoch from seed
   int digits = 2;
   // optimisation
   int64_t batch = 32;       // global batch, in sequences

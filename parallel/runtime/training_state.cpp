@@ -6,8 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <variant>
 #include <vector>
 
+#include "framework/data/token_files.h"
 #include "framework/error.h"
 #include "framework/output_path.h"
 #include "parallel/data_parallel/sharded_io.h"
@@ -109,6 +111,23 @@ TrainState load_checkpoint(const std::string& path, const parallel::ParallelMode
   auto r = open_for(path, expected);
   parallel::load_checkpoint(*r, model, optimizer);
   return {r->int_attribute("step"), r->int_attribute("data_position")};
+}
+
+void check_data_order(const std::string& path, const RunConfig& run) {
+  if (!data::is_token_shard(run.data)) return;
+  const CheckpointReader r(path);
+  const Attributes config = r.config();
+  const auto saved = config.find("shuffle");
+  if (saved == config.end() || !std::holds_alternative<int64_t>(saved->second)) return;  // before shard sets
+  const bool shuffle = std::get<int64_t>(saved->second) != 0;
+  const auto seed = static_cast<uint64_t>(r.int_attribute("seed"));
+  if (shuffle == run.shuffle && (!shuffle || seed == run.seed)) return;
+  const auto order = [](bool shuffled, uint64_t s) {
+    return shuffled ? "--shuffle=true --seed " + std::to_string(s) : std::string("--shuffle=false");
+  };
+  throw UserError("checkpoint " + path + " was trained on " + run.data + " read with " + order(shuffle, seed) +
+                  ", but this run has " + order(run.shuffle, run.seed) + ", so it would read other rows than the "
+                  "interrupted run; resume with " + order(shuffle, seed));
 }
 
 nn::ModelConfig checkpoint_model_config(const std::string& path) {

@@ -45,6 +45,11 @@ void write_run_attributes(CheckpointSink& sink, const TrainState& state, const R
 TrainState load_checkpoint(const std::string& path, const parallel::ParallelModel& model, optim::Optimizer& optimizer,
                            const nn::ModelConfig& expected);
 
+// A run on shuffled llm.c shards reads the rows its checkpoint's run would have read only
+// with the same --seed and --shuffle (they and data_position are the whole data order):
+// UserError naming the checkpoint's values otherwise. Other data: nothing to check.
+void check_data_order(const std::string& path, const RunConfig& run);
+
 // Only the weights, for inference (generate): the model config comes from the file.
 nn::ModelConfig checkpoint_model_config(const std::string& path);
 // Each rank reads its part of every parameter through `shards` (parallelize_for_inference),
