@@ -6,17 +6,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "framework/checkpoint.h"
 #include "framework/error.h"
-#include "framework/nn/transformer.h"
-#include "framework/safetensors.h"
+#include "framework/safetensors_dir.h"
 
 namespace shardlab::hf {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kWeights = "model.safetensors";
 
 // How one shardlab parameter becomes Hugging Face tensors.
 enum class Move {
@@ -111,16 +107,12 @@ std::vector<float> permute_rope(std::span<const float> v, int64_t heads, int64_t
   return out;
 }
 
-// The shardlab parameters of `config`'s model, in its order, with their global shapes.
-std::vector<std::pair<std::string, Shape>> model_parameters(const nn::ModelConfig& config) {
+// The shardlab parameters of `config`'s model, refusing what has no mapping.
+std::vector<std::pair<std::string, Shape>> mapped_parameters(const nn::ModelConfig& config) {
   if (config.experts > 0) {
     throw UserError("mixture-of-experts models have no Hugging Face mapping in shardlab; convert a dense model");
   }
-  nn::DeferParameters defer;
-  nn::Transformer model(config);
-  std::vector<std::pair<std::string, Shape>> out;
-  for (auto& [name, p] : model.named_parameters()) out.emplace_back(name, p.shape());
-  return out;
+  return model_parameters(config);
 }
 
 // A float as its shortest decimal (1e-05, not 9.99999974737875e-06) read as a double.
@@ -132,7 +124,10 @@ double decimal(float value) {
 
 json load_json(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw UserError("cannot open '" + path + "'; a Hugging Face model directory holds config.json and " + kWeights);
+  if (!in) {
+    throw UserError("cannot open '" + path + "'; a Hugging Face model directory holds config.json and " +
+                    kSafetensorsFile);
+  }
   try {
     return json::parse(in);
   } catch (const json::exception& e) {
@@ -142,12 +137,13 @@ json load_json(const std::string& path) {
 
 }  // namespace
 
-void export_model(const nn::ModelConfig& config, const ParamSource& params, const std::string& dir) {
+void export_model(const nn::ModelConfig& config, const ParamSource& params, const std::string& dir,
+                  int64_t max_shard_bytes) {
   const bool gpt = config.arch == nn::Arch::Gpt;
   const int64_t H = config.head_dim(), D = config.d_model;
   std::vector<std::pair<std::string, Shape>> names;
   std::vector<std::vector<float>> values;  // kept alive until the file is written
-  for (const auto& [name, shape] : model_parameters(config)) {
+  for (const auto& [name, shape] : mapped_parameters(config)) {
     const Mapping m = map_param(config, name, "transformer.");
     std::vector<float> v = params(name, shape);
     if (m.move == Move::kCopy) {
@@ -189,7 +185,7 @@ void export_model(const nn::ModelConfig& config, const ParamSource& params, cons
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) throw UserError("cannot create directory '" + dir + "' (" + error.message() + ")");
-  write_safetensors(dir + "/" + kWeights, entries, {{"format", "pt"}});
+  write_safetensors_dir(dir, entries, max_shard_bytes);
   std::ofstream out(dir + "/config.json");
   out << c.dump(2) << "\n";
   if (!out.flush()) throw UserError("cannot write '" + dir + "/config.json'");
@@ -273,51 +269,43 @@ nn::ModelConfig read_config(const std::string& dir) {
 }
 
 void import_model(const std::string& dir, const nn::ModelConfig& config, const ParamSink& params) {
-  const SafetensorsFile file(dir + "/" + kWeights);
+  const SafetensorsDir weights(dir);
   const int64_t H = config.head_dim(), D = config.d_model;
   // GPT2LMHeadModel saves "transformer.wte.weight"; the hub's gpt2 file (saved from GPT2Model) "wte.weight".
-  const std::string gpt_root = file.has("transformer.wte.weight") || !file.has("wte.weight") ? "transformer." : "";
+  const std::string gpt_root = weights.has("transformer.wte.weight") || !weights.has("wte.weight") ? "transformer." : "";
   const json j = load_json(dir + "/config.json");
   const bool tied = j.is_object() && j.contains("tie_word_embeddings") && j.at("tie_word_embeddings").is_boolean()
                         ? j.at("tie_word_embeddings").get<bool>()
                         : config.arch == nn::Arch::Gpt;
-  for (const auto& [name, shape] : model_parameters(config)) {
+  for (const auto& [name, shape] : mapped_parameters(config)) {
     const Mapping m = map_param(config, name, gpt_root);
     if (m.move == Move::kCopy) {
-      const bool from_embedding = name == "lm_head.weight" && tied && !file.has(m.hf[0]);
-      params(name, shape, file.read(from_embedding ? "model.embed_tokens.weight" : m.hf[0], shape));
+      const bool from_embedding = name == "lm_head.weight" && tied && !weights.has(m.hf[0]);
+      params(name, shape, weights.read(from_embedding ? "model.embed_tokens.weight" : m.hf[0], shape));
     } else if (m.move == Move::kTranspose) {
-      params(name, shape, transpose(file.read(m.hf[0], {shape[1], shape[0]}), shape[1], shape[0]));
+      params(name, shape, transpose(weights.read(m.hf[0], {shape[1], shape[0]}), shape[1], shape[0]));
     } else {
-      std::vector<float> v = permute_rope(file.read(m.hf[0], {config.n_heads * H, D}), config.n_heads, H, D, false);
+      std::vector<float> v = permute_rope(weights.read(m.hf[0], {config.n_heads * H, D}), config.n_heads, H, D, false);
       const std::vector<float> k =
-          permute_rope(file.read(m.hf[1], {config.n_kv_heads * H, D}), config.n_kv_heads, H, D, false);
-      const std::vector<float> vv = file.read(m.hf[2], {config.n_kv_heads * H, D});
+          permute_rope(weights.read(m.hf[1], {config.n_kv_heads * H, D}), config.n_kv_heads, H, D, false);
+      const std::vector<float> vv = weights.read(m.hf[2], {config.n_kv_heads * H, D});
       v.insert(v.end(), k.begin(), k.end());
       v.insert(v.end(), vv.begin(), vv.end());
       params(name, shape, v);
     }
   }
   // GPT-2's head is the embedding: a stored lm_head.weight must be that same matrix.
-  if (config.arch == nn::Arch::Gpt && file.has("lm_head.weight")) {
+  if (config.arch == nn::Arch::Gpt && weights.has("lm_head.weight")) {
     const Shape shape{config.vocab, D};
-    if (file.read("lm_head.weight", shape) != file.read(gpt_root + "wte.weight", shape)) {
-      throw UserError("safetensors file '" + file.path() +
+    if (weights.read("lm_head.weight", shape) != weights.read(gpt_root + "wte.weight", shape)) {
+      throw UserError("safetensors file '" + weights.file_of("lm_head.weight") +
                       "': tensor 'lm_head.weight' differs from the embedding, but GPT2LMHeadModel ties them");
     }
   }
 }
 
 void import_checkpoint(const std::string& dir, const nn::ModelConfig& c, const std::string& path) {
-  CheckpointWriter writer(path);
-  import_model(dir, c, [&](const std::string& name, const Shape& shape, std::span<const float> values) {
-    writer.write("params/" + name, shape, values);
-  });
-  writer.set_config({{"arch", nn::arch_name(c.arch)}, {"vocab", c.vocab}, {"context", c.context},
-                     {"d_model", c.d_model}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
-                     {"n_kv_heads", c.n_kv_heads}, {"d_ff", c.d_ff}, {"rope_theta", static_cast<double>(c.rope_theta)},
-                     {"norm_eps", static_cast<double>(c.norm_eps)}, {"experts", c.experts}});
-  writer.commit();
+  write_weights_checkpoint(path, c, [&](const ParamSink& sink) { import_model(dir, c, sink); });
 }
 
 }  // namespace shardlab::hf

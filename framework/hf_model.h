@@ -1,8 +1,9 @@
 // Hugging Face model directories <-> shardlab parameters (docs/models.md).
 //
 // A Hugging Face model directory holds config.json (transformers' own field names) and
-// model.safetensors. GPT models map to GPT2LMHeadModel, LLaMA models to LlamaForCausalLM;
-// what changes on the way (docs/checkpoint_format.md, "Parameter names and layouts"):
+// model.safetensors, or past a size limit its shards and their index
+// (framework/safetensors_dir.h). GPT models map to GPT2LMHeadModel, LLaMA models to
+// LlamaForCausalLM; what changes on the way (docs/checkpoint_format.md, "Parameter names and layouts"):
 // - GPT-2's Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are [in, out]:
 //   transposed. c_attn's columns are q, k, v side by side, so its transpose is wqkv.
 //   The head is tied to transformer.wte.weight; no lm_head.weight is written, and one
@@ -21,34 +22,32 @@
 //   hf::import_checkpoint("out/hf", c, "init.h5");
 #pragma once
 
-#include <functional>
-#include <span>
+#include <cstdint>
 #include <string>
-#include <vector>
 
+#include "framework/model_weights.h"
 #include "framework/nn/config.h"
-#include "framework/tensor.h"
+#include "framework/safetensors_dir.h"
 
 namespace shardlab::hf {
 
-// Gives the values of shardlab parameter `name`, of global shape `shape`.
-using ParamSource = std::function<std::vector<float>(const std::string& name, const Shape& shape)>;
-// Takes the values of shardlab parameter `name`.
-using ParamSink = std::function<void(const std::string& name, const Shape& shape, std::span<const float> values)>;
+using shardlab::ParamSink;
+using shardlab::ParamSource;
 
-// Writes dir/config.json and dir/model.safetensors (fp32), creating dir.
-void export_model(const nn::ModelConfig& config, const ParamSource& params, const std::string& dir);
+// Writes dir/config.json and the weights (fp32), creating dir: dir/model.safetensors, or
+// past max_shard_bytes shards and model.safetensors.index.json (framework/safetensors_dir.h).
+void export_model(const nn::ModelConfig& config, const ParamSource& params, const std::string& dir,
+                  int64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 // The model dir/config.json describes; UserError naming the file and the field that is
 // missing, of the wrong type, or a choice shardlab's models do not make.
 nn::ModelConfig read_config(const std::string& dir);
-// Every parameter of `config`'s model from dir/model.safetensors (F32, BF16 or F16), in
-// shardlab's names and layouts; UserError naming a missing or misshapen tensor.
+// Every parameter of `config`'s model from dir's weights -- model.safetensors or the shards
+// of model.safetensors.index.json; F32, BF16 or F16 -- in shardlab's names and layouts;
+// UserError naming a missing or misshapen tensor, or a missing shard.
 void import_model(const std::string& dir, const nn::ModelConfig& config, const ParamSink& params);
 
-// import_model into a shardlab checkpoint at `path` (atomically): params/<name> and the
-// model's fields as its "config" attributes -- enough for generate --ckpt and train_gpt
-// --init-from, not for --resume (no optimizer state).
+// import_model into a shardlab checkpoint at `path` (write_weights_checkpoint).
 void import_checkpoint(const std::string& dir, const nn::ModelConfig& config, const std::string& path);
 
 }  // namespace shardlab::hf

@@ -2,7 +2,8 @@
 # hf_convert.sh TRAIN_GPT GENERATE CONVERT CKPT_COMPARE MPIEXEC...: weights out to a Hugging
 # Face directory and back (docs/models.md).
 # - export then import is bit-exact, for a checkpoint of one process and for one written by
-#   a 2-rank tensor=2 run, gpt and llama (with GQA);
+#   a 2-rank tensor=2 run, gpt and llama (with GQA), and through a sharded directory
+#   (--max-shard-size; its index and shard names checked against transformers' format);
 # - an independent numpy forward that follows transformers' conventions
 #   (tests/hf_reference.py; skipped without numpy) decodes the exported GPT-2, and random
 #   GPT-2 and LLaMA (GQA) models imported into shardlab, to shardlab's greedy tokens, and
@@ -37,6 +38,13 @@ roundtrip llama "$dir/llama/ckpt_000002.h5"
 "${mpiexec[@]}" -n 2 "$train" "${llama[@]}" --steps 2 --mesh tensor=2 --ckpt-dir "$dir/llama_tp" > /dev/null
 roundtrip llama_tp "$dir/llama_tp/ckpt_000002.h5"
 grep -q '"model_type": "llama"' "$dir/llama.hf/config.json" || fail "llama config.json: $(cat "$dir/llama.hf/config.json")"
+# Sharded: past --max-shard-size (8 KiB here; gpt-tiny's wte alone is 16 KiB) the weights are
+# split as transformers splits them, and the import reads the index.
+out=$("$convert" --from "$dir/gpt/ckpt_000004.h5" --to "$dir/sharded.hf" --max-shard-size 8k)
+grep -Eq "model.safetensors.index.json with [0-9]+ shards" <<<"$out" || fail "sharded export: $out"
+"$convert" --from "$dir/sharded.hf" --to "$dir/sharded.h5" > /dev/null
+"$compare" "$dir/gpt/ckpt_000004.h5" "$dir/sharded.h5" params/ 0 > /dev/null || fail "sharded: import differs"
+echo "ok: sharded: export then import is bit-exact ($(grep -Eo '[0-9]+ shards' <<<"$out"))"
 
 # The independent reference (tests/hf_reference.py): decoding the exports of the trained
 # gpt and llama, it agrees with shardlab decoding their checkpoints; on random models whose every weight shows in the logits, imported into shardlab, it
@@ -51,6 +59,8 @@ if "$python" "$reference" check "$dir/gpt.hf" "$generate" "$dir/gpt/ckpt_000004.
     "$python" "$reference" check "$dir/random_$arch.hf" "$generate" "$dir/random_$arch.h5" --and-broken ||
       fail "the reference disagrees on the random $arch, or agrees with a convention left out"
   done
+  "$python" "$reference" index "$dir/sharded.hf" || fail "the sharded export's files are not as transformers writes them"
+  "$python" "$reference" check "$dir/sharded.hf" "$generate" "$dir/gpt/ckpt_000004.h5" || fail "the sharded export"
   echo "ok: the numpy reference agrees on gpt2 and llama, and disagrees with the Conv1D transpose or the RoPE permutation left out"
 else
   [ $? -eq 77 ] || fail "the numpy GPT-2 reference disagrees with shardlab's greedy tokens"
@@ -86,5 +96,8 @@ expect_error "model.safetensors': tensor '.*': data_offsets .* lie outside" "$co
 printf '\xff\xff\xff\x00\x00\x00\x00\x00{}' > "$dir/cut.hf/model.safetensors"
 expect_error "header length 16777215 runs past the end of the file" \
   "$train" "${gpt[@]}" --steps 1 --init-from "$dir/cut.hf" --ckpt-dir "$dir/bad"
+rm "$dir/sharded.hf/model-00002-of-"*
+expect_error "index.json': shard 'model-00002-of-[0-9]{5}.safetensors', which holds tensor '.*' and [0-9]+ others, does not exist" \
+  "$convert" --from "$dir/sharded.hf" --to "$dir/sharded2.h5"
 expect_error "resume and --init-from exclude each other" "$train" --resume x.h5 --init-from "$dir/gpt.hf"
-echo "ok: a mismatched model and corrupt safetensors files are clear errors"
+echo "ok: a mismatched model, corrupt safetensors files and a missing shard are clear errors"

@@ -5,11 +5,13 @@ runs it).
 
   hf_reference.py make gpt2|llama DIR              a random model to import
   hf_reference.py check DIR GENERATE CKPT [--and-broken]
+  hf_reference.py index DIR                        a sharded export's files, as transformers writes them
 
 `make` writes config.json and model.safetensors with random weights large enough that
 every logit stands apart (a trained toy model's greedy tokens hardly depend on some
 weights), from the first seed whose greedy continuation has no byte 0 or newline (generate
-prints bytes). `check` reads DIR/config.json and DIR/model.safetensors by itself and runs
+prints bytes). `check` reads DIR/config.json and DIR/model.safetensors (or the shards its
+model.safetensors.index.json names) by itself and runs
 the forward as transformers defines it -- GPT-2: Conv1D weights [in, out] (y = x W + b),
 c_attn's columns q | k | v, GELU's tanh form, the head tied to transformer.wte.weight;
 LLaMA: [out, in] projections, RMSNorm, RoPE by rotate_half (dim i with i + H/2), GQA, SwiGLU.
@@ -30,16 +32,47 @@ except ImportError:
 PROMPT, MAX_NEW = b"12+34=", 8
 
 
-def read(directory):
-    config = json.load(open(f"{directory}/config.json"))
-    raw = open(f"{directory}/model.safetensors", "rb").read()
+def read_safetensors(path):
+    raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n])
     header.pop("__metadata__", None)
-    weights = {name: np.frombuffer(raw[8 + n + e["data_offsets"][0]:8 + n + e["data_offsets"][1]],
-                                   dtype={"F32": "<f4"}[e["dtype"]]).reshape(e["shape"]).astype(np.float64)
-               for name, e in header.items()}
+    return {name: np.frombuffer(raw[8 + n + e["data_offsets"][0]:8 + n + e["data_offsets"][1]],
+                                dtype={"F32": "<f4"}[e["dtype"]]).reshape(e["shape"]).astype(np.float64)
+            for name, e in header.items()}
+
+
+def read(directory):
+    """As transformers loads: model.safetensors, else the shards model.safetensors.index.json names."""
+    config = json.load(open(f"{directory}/config.json"))
+    if os.path.exists(f"{directory}/model.safetensors"):
+        return config, read_safetensors(f"{directory}/model.safetensors")
+    weight_map = json.load(open(f"{directory}/model.safetensors.index.json"))["weight_map"]
+    weights = {}
+    for shard in sorted(set(weight_map.values())):
+        weights.update({k: v for k, v in read_safetensors(f"{directory}/{shard}").items() if weight_map.get(k) == shard})
     return config, weights
+
+
+def check_index(directory):
+    """The index and shards as transformers' save_pretrained writes them (json.dumps(index,
+    indent=2, sort_keys=True) + newline; huggingface_hub's shard names; total_size the bytes
+    of every tensor), and no model.safetensors beside them."""
+    path = f"{directory}/model.safetensors.index.json"
+    text = open(path).read()
+    index = json.loads(text)
+    ok = text == json.dumps(index, indent=2, sort_keys=True) + "\n" and set(index) == {"metadata", "weight_map"}
+    shards = sorted(set(index["weight_map"].values()))
+    ok &= shards == [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    total = 0
+    for shard in shards:
+        names = [k for k, v in index["weight_map"].items() if v == shard]
+        tensors = read_safetensors(f"{directory}/{shard}")
+        ok &= sorted(tensors) == sorted(names)
+        total += sum(4 * t.size for t in tensors.values())
+    ok &= index["metadata"] == {"total_size": total} and not os.path.exists(f"{directory}/model.safetensors")
+    print(("index as transformers writes it" if ok else "BAD INDEX") + f": {len(shards)} shards, {total} bytes")
+    return ok
 
 
 def write(directory, config, weights):
@@ -191,7 +224,11 @@ def agrees(config, W, tokens, broken):
 
 
 def check(directory, generate, ckpt, and_broken):
-    config, W = read(directory)
+    return check_weights(*read(directory), generate, ckpt, and_broken)
+
+
+def check_weights(config, W, generate, ckpt, and_broken=False):
+    """generate's greedy tokens on CKPT are this forward's on config and W (in transformers' names)."""
     out = subprocess.run([generate, "--ckpt", ckpt, "--prompt", PROMPT.decode(), "--max-new", str(MAX_NEW)],
                          capture_output=True, check=True).stdout
     assert out.startswith(PROMPT) and out.endswith(b"\n"), out
@@ -206,9 +243,12 @@ def check(directory, generate, ckpt, and_broken):
     return ok
 
 
-if sys.argv[1] == "make":
-    random_model = {"gpt2": random_gpt2, "llama": random_llama}[sys.argv[2]]
-    seed = next(s for s in range(100) if not {0, 10} & set(greedy(*random_model(s))[len(PROMPT):]))
-    write(sys.argv[3], *random_model(seed))
-    sys.exit(0)
-sys.exit(0 if check(*sys.argv[2:5], "--and-broken" in sys.argv) else 1)
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        random_model = {"gpt2": random_gpt2, "llama": random_llama}[sys.argv[2]]
+        seed = next(s for s in range(100) if not {0, 10} & set(greedy(*random_model(s))[len(PROMPT):]))
+        write(sys.argv[3], *random_model(seed))
+        sys.exit(0)
+    if sys.argv[1] == "index":
+        sys.exit(0 if check_index(sys.argv[2]) else 1)
+    sys.exit(0 if check(*sys.argv[2:5], "--and-broken" in sys.argv) else 1)

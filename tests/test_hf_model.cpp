@@ -4,12 +4,14 @@
 // a config.json or weights file that does not fit is a UserError naming the field or tensor.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "framework/hf_model.h"
-#include "framework/safetensors.h"
+#include "framework/safetensors_dir.h"
 #include "tests/temp_dir.h"
 #include "tests/user_error.h"
 
@@ -108,6 +110,26 @@ TEST_CASE("LLaMA with GQA: export then import is bit-exact; q and k rows take HF
   CHECK(row(v, H + 1) == row(wqkv, 6 * H + H + 1));  // v is not permuted
   CHECK(f.has("lm_head.weight"));
   CHECK(f.has("model.layers.1.mlp.gate_proj.weight"));
+}
+
+TEST_CASE("a sharded export (past max_shard_bytes) imports bit-exact, for GPT-2 and LLaMA") {
+  for (const nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+    TempDir dir;
+    const nn::ModelConfig c = tiny(arch);
+    Params made;
+    hf::export_model(c, distinct_values(made), dir.file("hf"), 4096);  // shards of at most 4 KB
+    const SafetensorsDir weights(dir.file("hf"));
+    CHECK(weights.sharded());
+    CHECK(weights.file_count() > 2);
+    CHECK(import_all(dir.file("hf"), hf::read_config(dir.file("hf"))) == made);
+    // A shard gone: the import names it.
+    char second[64];
+    std::snprintf(second, sizeof second, "model-00002-of-%05lld.safetensors",
+                  static_cast<long long>(weights.file_count()));
+    REQUIRE(std::filesystem::remove(dir.file("hf/") + second));
+    CHECK(user_error_of([&] { import_all(dir.file("hf"), c); }).find(std::string("shard '") + second + "'") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("a Hugging Face directory that does not fit is a UserError naming the field or tensor") {

@@ -140,7 +140,8 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        cxxopts::value<std::string>()->default_value(""))
       ("resume", "checkpoint file to continue from, or 'latest' (the newest complete one in --ckpt-dir)", cxxopts::value<std::string>()->default_value(""))
       ("init-from", "start from these weights with fresh optimizer state at step 0 (fine-tuning): a shardlab "
-       "checkpoint or a Hugging Face model directory (docs/models.md); the model flags must match them",
+       "checkpoint, a Hugging Face model directory or an llm.c model file (docs/models.md); the model flags must "
+       "match them",
        cxxopts::value<std::string>()->default_value(""))
       ("on-nonfinite", "a non-finite loss or gradient norm (a diverged run): stop (exit 1, naming the last good "
        "checkpoint) or skip (drop that step's update and go on)", cxxopts::value<std::string>()->default_value(r.on_nonfinite))

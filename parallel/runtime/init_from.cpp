@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "framework/checkpoint.h"
 #include "framework/error.h"
 #include "framework/hf_model.h"
+#include "framework/llmc_model.h"
 #include "optim/make_optimizer.h"
 #include "parallel/runtime/run_config.h"
 
@@ -42,12 +44,12 @@ void check_same_model(const nn::ModelConfig& stored, const nn::ModelConfig& run,
   }
 }
 
-// A Hugging Face directory as a checkpoint file of this process's own (removed on destruction).
+// Imported weights as a checkpoint file of this process's own (removed on destruction).
 struct ImportedCopy {
   std::string path;
-  ImportedCopy(const std::string& dir, const nn::ModelConfig& config) {
+  explicit ImportedCopy(const std::function<void(const std::string& path)>& import) {
     path = (std::filesystem::temp_directory_path() / ("shardlab-init-" + std::to_string(getpid()) + ".h5")).string();
-    hf::import_checkpoint(dir, config, path);
+    import(path);
   }
   ~ImportedCopy() {
     std::error_code ignored;
@@ -59,14 +61,22 @@ struct ImportedCopy {
 
 void init_from(const std::string& source, const parallel::ParallelModel& model, const nn::ModelConfig& expected) {
   if (!std::filesystem::exists(source)) {
-    throw UserError("--init-from '" + source + "' does not exist; give a shardlab checkpoint or a Hugging Face model directory");
+    throw UserError("--init-from '" + source +
+                    "' does not exist; give a shardlab checkpoint, a Hugging Face model directory or an llm.c model file");
   }
   std::unique_ptr<ImportedCopy> copy;
   std::string path = source;
-  if (std::filesystem::is_directory(source)) {
-    const nn::ModelConfig hf_config = hf::read_config(source);
-    check_same_model(hf_config, expected, source);  // before reading any weights
-    copy = std::make_unique<ImportedCopy>(source, hf_config);
+  const bool hf_dir = std::filesystem::is_directory(source);
+  if (hf_dir || llmc::is_model_file(source)) {
+    const nn::ModelConfig stored = hf_dir ? hf::read_config(source) : llmc::read_config(source);
+    check_same_model(stored, expected, source);  // before reading any weights
+    copy = std::make_unique<ImportedCopy>([&](const std::string& to) {
+      if (hf_dir) {
+        hf::import_checkpoint(source, stored, to);
+      } else {
+        llmc::import_checkpoint(source, stored, to);
+      }
+    });
     path = copy->path;
   }
   const CheckpointReader reader(path);

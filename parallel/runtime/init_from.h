@@ -1,6 +1,7 @@
 // train_gpt --init-from: start a run (fine-tuning) from another run's or another
-// framework's weights -- a shardlab checkpoint or a Hugging Face model directory
-// (framework/hf_model.h) -- with fresh optimizer state at step 0, under any layout.
+// framework's weights -- a shardlab checkpoint, a Hugging Face model directory
+// (framework/hf_model.h) or an llm.c GPT-2 model file (framework/llmc_model.h) -- with
+// fresh optimizer state at step 0, under any layout.
 //
 // Only the parameters are read, through the same path as --resume (each rank reads the
 // part it owns from the unsharded tensors); the file's optimizer state, step and data
