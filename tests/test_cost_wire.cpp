@@ -22,7 +22,9 @@ namespace {
 doctest::Approx exact(double v) { return doctest::Approx(v).epsilon(1e-9).scale(0); }
 
 TrainConfig gpt2(const WireDtypes& wire, double batch_tokens = 16 * 1024) {
-  TrainConfig c{.model = model_preset("gpt2-124m"), .batch_tokens = batch_tokens};
+  TrainConfig c;
+  c.model = model_preset("gpt2-124m");
+  c.batch_tokens = batch_tokens;
   c.precision.wire = wire;
   return c;
 }
