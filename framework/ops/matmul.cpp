@@ -9,6 +9,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops/compute_copies.h"
+#include "framework/ops/matvec.h"
 
 namespace shardlab {
 namespace {
@@ -224,9 +225,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
   const Tensor bias = compute_value(b);
-  matmul_raw(MatmulOperand(x, precision), 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0,
-             MatView::matrix(K, N, K, /*trans=*/true), y.data(), MatView::matrix(M, N, N), {.bias = b.defined()},
-             b.defined() ? bias.data() : nullptr);
+  if (!precision.bf16() && M <= kMatvecMaxRows) {  // a decode step's few rows: stream the weight once
+    matvec(x.data(), w.data(), b.defined() ? bias.data() : nullptr, y.data(), M, N, K);
+  } else {
+    matmul_raw(MatmulOperand(x, precision), 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0,
+               MatView::matrix(K, N, K, /*trans=*/true), y.data(), MatView::matrix(M, N, N), {.bias = b.defined()},
+               b.defined() ? bias.data() : nullptr);
+  }
   g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
   return record_linear(x, w, b, y, precision);
 }
