@@ -72,6 +72,19 @@ def pieces(data: bytes, pattern: str):
             yield run[at:].encode("utf-8")
 
 
+def merge_pair(word, pair):
+    """`word` with every occurrence of `pair`, left to right, joined into one symbol."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
 def train(corpus: bytes, merges: int):
     words = {}
     for p in pieces(corpus, GPT2):
@@ -88,15 +101,8 @@ def train(corpus: bytes, merges: int):
         ranks.append(best)
         merged = {}
         for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + n
+            out = tuple(merge_pair(word, best))
+            merged[out] = merged.get(out, 0) + n
         words = merged
     return ranks
 
@@ -109,15 +115,7 @@ def bpe_gpt2(piece: bytes, merge_rank):
         best = min(pairs, key=lambda pair: merge_rank.get(pair, float("inf")))
         if best not in merge_rank:
             break
-        out, i = [], 0
-        while i < len(word):
-            if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                out.append(word[i] + word[i + 1])
-                i += 2
-            else:
-                out.append(word[i])
-                i += 1
-        word = out
+        word = merge_pair(word, best)
     return word
 
 

@@ -17,7 +17,7 @@ mpiexec=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=1
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/script_checks.sh"  # fail, expect_error
 quiet=(--eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 100 --threads 1)
 gpt=(--model gpt-tiny --context 32 --batch 8 "${quiet[@]}")
 llama=(--model llama-tiny --context 32 --d-model 32 --heads 4 --kv-heads 2 --d-ff 64 --layers 2 --batch 8 "${quiet[@]}")
@@ -83,11 +83,6 @@ diff <(losses "$dir/dir.jsonl") <(losses "$dir/file.jsonl") > /dev/null || fail 
 "$compare" "$dir/llama/ckpt_000002.h5" "$dir/init3/ckpt_000000.h5" params/ 0 > /dev/null || fail "--init-from FILE, tensor=2"
 echo "ok: --init-from starts at step 0 from the exact weights, without the file's optimizer state: HF directory on 1 process and ZeRO-3, checkpoint on 1 process and tensor=2"
 
-expect_error() {  # expect_error REGEX COMMAND...
-  local regex=$1; shift
-  if out=$("$@" 2>&1); then fail "expected an error from: $*"; fi
-  grep -Eq -- "$regex" <<<"$out" || fail "expected /$regex/ from $*, got: $out"
-}
 expect_error "the weights have d_model 16 but this run's model has 32; pass --d-model 16" \
   "$train" "${gpt[@]}" --steps 1 --d-model 32 --init-from "$dir/gpt.hf" --ckpt-dir "$dir/bad"
 cp -r "$dir/gpt.hf" "$dir/cut.hf"

@@ -16,7 +16,7 @@ mpiexec=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=1
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/script_checks.sh"  # fail, expect_error
 # llm.c's GPT-2: an MLP of 4 d_model; a vocabulary to pad (300 -> 384).
 gpt=(--model gpt-tiny --context 32 --d-ff 64 --vocab 300 --batch 8 --eval-every 0 --eval-batches 1
      --eval-problems 0 --log-every 100 --threads 1)
@@ -49,11 +49,6 @@ fi
 "$compare" "$ckpt" "$dir/init/ckpt_000000.h5" params/ 0 > /dev/null || fail "--init-from the llm.c file, ZeRO-3"
 echo "ok: train_gpt --init-from the llm.c file starts from its exact weights (data=2 --zero 3)"
 
-expect_error() {  # expect_error REGEX COMMAND...
-  local regex=$1; shift
-  if out=$("$@" 2>&1); then fail "expected an error from: $*"; fi
-  grep -Eq -- "$regex" <<<"$out" || fail "expected /$regex/ from $*, got: $out"
-}
 "$train" --model llama-tiny --context 32 --batch 8 --steps 1 --eval-every 0 --eval-batches 1 --eval-problems 0 \
   --threads 1 --ckpt-dir "$dir/llama" > /dev/null
 expect_error "llm.c's model file holds GPT-2 models, not llama; export a llama model with --format hf" \
