@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hf_convert.sh TRAIN_GPT GENERATE CONVERT CKPT_COMPARE MPIEXEC...: weights out to a Hugging
 # Face directory and back (docs/models.md).
-# - export then import is bit-exact, for a checkpoint of one process and for one written by
-#   a 2-rank tensor=2 run, gpt and llama (with GQA), and through a sharded directory
+# - export then import is bit-exact, for a checkpoint of one process and for ones written by
+#   2-rank runs (tensor=2 for gpt and llama with GQA, pipe=2 for gpt, ZeRO-3 for llama), and
+#   through a sharded directory
 #   (--max-shard-size; its index and shard names checked against transformers' format);
 # - an independent numpy forward that follows transformers' conventions
 #   (tests/hf_reference.py; skipped without numpy) decodes the exported GPT-2, and random
@@ -37,6 +38,10 @@ roundtrip gpt_tp "$dir/gpt_tp/ckpt_000002.h5"
 roundtrip llama "$dir/llama/ckpt_000002.h5"
 "${mpiexec[@]}" -n 2 "$train" "${llama[@]}" --steps 2 --mesh tensor=2 --ckpt-dir "$dir/llama_tp" > /dev/null
 roundtrip llama_tp "$dir/llama_tp/ckpt_000002.h5"
+"${mpiexec[@]}" -n 2 "$train" "${gpt[@]}" --steps 2 --mesh pipe=2 --ckpt-dir "$dir/gpt_pipe" > /dev/null
+roundtrip gpt_pipe "$dir/gpt_pipe/ckpt_000002.h5"
+"${mpiexec[@]}" -n 2 "$train" "${llama[@]}" --steps 2 --mesh data=2 --zero 3 --ckpt-dir "$dir/llama_zero3" > /dev/null
+roundtrip llama_zero3 "$dir/llama_zero3/ckpt_000002.h5"
 grep -q '"model_type": "llama"' "$dir/llama.hf/config.json" || fail "llama config.json: $(cat "$dir/llama.hf/config.json")"
 # Sharded: past --max-shard-size (8 KiB here; gpt-tiny's wte alone is 16 KiB) the weights are
 # split as transformers splits them, and the import reads the index.
