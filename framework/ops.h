@@ -5,6 +5,7 @@
 #include "framework/ops/block_attention.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/embedding.h"
+#include "framework/ops/linear_cross_entropy.h"
 #include "framework/ops/loss.h"
 #include "framework/ops/matmul.h"
 #include "framework/ops/norm.h"

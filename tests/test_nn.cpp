@@ -157,6 +157,52 @@ TEST_CASE("cost/model/autograd_activations.h counts the activations a forward an
   CHECK(cost::attention_probability_elements(256) == 160.0);  // row blocks of 64: (64 + 128 + 192 + 256) / 4
 }
 
+TEST_CASE("the fused head trains like linear + cross_entropy, keeps no logits, and auto fuses only large logits") {
+  for (const std::string preset : {"gpt-small", "llama-small"}) {
+    CAPTURE(preset);
+    ModelConfig c = ModelConfig::preset(preset);
+    c.n_layers = 2;
+    c.vocab = 4096;  // logits of 4096 x 192 rows (3 MiB): one fused chunk, so count the whole
+    const int64_t B = 2, T = 96;
+    c.fused_head = FusedHead::Off;
+    const auto [loss_off, g_off] = loss_and_grads(c, B, T);
+    c.fused_head = FusedHead::On;
+    const auto [loss_on, g_on] = loss_and_grads(c, B, T);
+    CHECK(loss_on == doctest::Approx(loss_off).epsilon(1e-6));
+    REQUIRE(g_on.size() == g_off.size());
+    double worst = 0;
+    for (size_t i = 0; i < g_on.size(); ++i)
+      for (size_t j = 0; j < g_on[i].size(); ++j) worst = std::max<double>(worst, std::abs(g_on[i][j] - g_off[i][j]));
+    CHECK(worst < 1e-6);
+    // Activations: the fused head's count against the tracker's peak, and the saving.
+    const auto peak = [&](FusedHead mode) {
+      c.fused_head = mode;
+      Transformer model(c);
+      initialize(model, 1);
+      const auto ids = tokens(B * T, c.vocab, 1);
+      MemoryTracker::reset_peaks();
+      const int64_t base = MemoryTracker::live(MemoryCategory::Activations);
+      model.loss(ids, ids, B, T).backward();
+      return static_cast<double>(MemoryTracker::peak(MemoryCategory::Activations) - base);
+    };
+    const double measured = peak(FusedHead::On), measured_unfused = peak(FusedHead::Off);
+    cost::ActivationQuery q{.tokens = static_cast<double>(B * T), .sequence = T, .layers = 2};
+    q.fused_head_chunk_bytes = static_cast<double>(B * T * c.vocab * 4);
+    const double counted = cost::shardlab_activation_bytes(cost::shape_of(c), q).peak();
+    MESSAGE(preset << " fused head: measured " << measured << " B, counted " << counted << " B; unfused measured "
+                   << measured_unfused << " B");
+    CHECK(counted == doctest::Approx(measured).epsilon(0.05));
+    CHECK(measured < measured_unfused - B * T * c.vocab * 4);  // at least one [R, V] buffer fewer
+  }
+  CHECK_FALSE(fuses_head(FusedHead::Auto, 4096, 4096));  // 64 MiB: one chunk, nothing to save
+  CHECK(fuses_head(FusedHead::Auto, 4 * 1024, 50257));   // GPT-2 at B 4, T 1024: 0.8 GB
+  CHECK(fuses_head(FusedHead::Auto, 4 * 1024, 50257 / 8));  // its eighth under tensor=8: 98 MiB
+  CHECK(fuses_head(FusedHead::On, 1, 1));
+  CHECK_FALSE(fuses_head(FusedHead::Off, 4 * 1024, 50257));
+  CHECK(parse_fused_head("on") == FusedHead::On);
+  CHECK_THROWS_AS(parse_fused_head("yes"), UserError);
+}
+
 TEST_CASE("save-matmul remat runs no weight matmul twice, save-mlp-matmul only the MLP's up-projections once") {
   ModelConfig c = ModelConfig::preset("gpt-tiny");
   Transformer model(c);

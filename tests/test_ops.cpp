@@ -293,3 +293,89 @@ TEST_CASE("deferred weight gradients: the input-gradient pass leaves linear's we
   CHECK(std::equal(w.grad().span().begin(), w.grad().span().end(), w_ref.grad().span().begin()));
   CHECK(std::equal(b.grad().span().begin(), b.grad().span().end(), b_ref.grad().span().begin()));
 }
+
+// The fused head against the ops it replaces, with chunks small enough that forward walks
+// several row chunks (5 rows of 23 logits) and backward several vocabulary chunks (3 of 23).
+TEST_CASE("linear_cross_entropy equals cross_entropy(linear) in chunks, and its gradient checks") {
+  const int64_t R = 13, D = 6, Vv = 23;
+  const Tensor x = random_tensor({R, D}, 1), w = random_tensor({Vv, D}, 2);
+  const std::vector<int32_t> targets{3, 22, ops::kIgnoreIndex, 0, 7, 7, 11, ops::kIgnoreIndex, 19, 1, 5, 22, 13};
+  ops::LinearCrossEntropyOptions small;
+  small.chunk_bytes = 5 * Vv * 4;
+  for (const double denominator : {0.0, 40.0}) {
+    CAPTURE(denominator);
+    const auto fused = [&](V& in) { return ops::linear_cross_entropy(in[0], in[1], targets, denominator, small); };
+    const auto unfused = [&](V& in) { return ops::cross_entropy(ops::linear(in[0], in[1]), targets, denominator); };
+    V in{x, w};
+    const float want = unfused(in).item();
+    CHECK(fused(in).item() == doctest::Approx(want).epsilon(1e-6));
+    const Tensor seed = Tensor::full({}, 1.7f);  // an upstream gradient other than 1 scales both
+    const V got = grad(fused, {x.clone(), w.clone()}, seed), ref = grad(unfused, {x.clone(), w.clone()}, seed);
+    for (int k = 0; k < 2; ++k) {
+      for (int64_t i = 0; i < got[k].numel(); ++i) {
+        CHECK(got[k].data()[i] == doctest::Approx(ref[k].data()[i]).epsilon(1e-5).scale(1e-6));
+      }
+    }
+    gradcheck(fused, {x, w});
+  }
+  // Rows with ignored targets count nothing: their gradient rows are zero.
+  const V g = grad([&](V& in) { return ops::linear_cross_entropy(in[0], in[1], targets, 0.0, small); },
+                   {x.clone(), w.clone()}, Tensor::full({}, 1.0f));
+  for (int64_t d = 0; d < D; ++d) CHECK(g[0].data()[2 * D + d] == 0.0f);
+  // Every target ignored: a zero loss (the denominator is at least 1), zero gradients.
+  const std::vector<int32_t> none(R, ops::kIgnoreIndex);
+  const V z = grad([&](V& in) { return ops::linear_cross_entropy(in[0], in[1], none, 0.0, small); },
+                   {x.clone(), w.clone()}, Tensor::full({}, 1.0f));
+  CHECK(ops::linear_cross_entropy(x, w, none, 0.0, small).item() == 0.0f);
+  for (const Tensor& t : z) CHECK(std::all_of(t.span().begin(), t.span().end(), [](float v) { return v == 0.0f; }));
+  // Zero weights: uniform logits, the loss is ln V.
+  CHECK(ops::linear_cross_entropy(x, Tensor::zeros({Vv, D}), targets, 0.0, small).item() ==
+        doctest::Approx(std::log(static_cast<double>(Vv))).epsilon(1e-6));
+}
+
+TEST_CASE("linear_cross_entropy keeps no logits: its peak is a chunk, not R x V") {
+  const int64_t R = 256, D = 16, Vv = 1000;
+  const Tensor x = random_tensor({R, D}, 1).set_requires_grad(true);
+  const Tensor w = random_tensor({Vv, D}, 2).set_requires_grad(true);
+  const std::vector<int32_t> targets(R, 7);
+  const int64_t chunk = 64 * 1024;  // 16 rows (forward) or 64 columns (backward) of logits
+  ops::LinearCrossEntropyOptions small;
+  small.chunk_bytes = chunk;
+  MemoryTracker::reset_peaks();
+  const int64_t before = MemoryTracker::live_total();
+  ops::linear_cross_entropy(x, w, targets, 0.0, small).backward();
+  const int64_t peak = MemoryTracker::peak_total() - before;
+  // Beyond a chunk (and a converted or freed one meeting it): the gradients, R D + V D floats.
+  CHECK(peak <= 2 * chunk + (R * D + Vv * D) * 4);
+  CHECK(peak < R * Vv * 4);  // the unfused ops hold R x V logits, softmax and gradient
+  CHECK(ops::linear_cross_entropy_saves_memory(R, Vv, chunk));
+  CHECK_FALSE(ops::linear_cross_entropy_saves_memory(R, Vv));
+}
+
+TEST_CASE("merge_row_statistics: shards' log-sum-exp statistics merge into the whole vocabulary's") {
+  // Two rows over a vocabulary of 5, split 3 + 2; row 0's target (2) is in shard 0, row 1's (4) in shard 1.
+  const float z[2][5] = {{0.5f, -1.0f, 2.0f, 0.25f, 1.5f}, {3.0f, 0.0f, -2.0f, 1.0f, 4.0f}};
+  const int32_t target[2] = {2, 4};
+  std::vector<float> gathered(2 * 6, 0.0f);
+  for (int shard = 0; shard < 2; ++shard) {
+    const int first = shard * 3, n = shard == 0 ? 3 : 2;
+    float* s = gathered.data() + shard * 6;
+    for (int r = 0; r < 2; ++r) {
+      float m = z[r][first];
+      for (int j = 1; j < n; ++j) m = std::max(m, z[r][first + j]);
+      for (int j = 0; j < n; ++j) s[2 + r] += std::exp(z[r][first + j] - m);
+      s[r] = m;
+      if (target[r] >= first && target[r] < first + n) s[4 + r] = z[r][target[r]];
+    }
+  }
+  std::vector<float> merged(6);
+  ops::merge_row_statistics(gathered, 2, merged);
+  for (int r = 0; r < 2; ++r) {
+    double m = z[r][0], sum = 0;
+    for (int j = 1; j < 5; ++j) m = std::max<double>(m, z[r][j]);
+    for (int j = 0; j < 5; ++j) sum += std::exp(z[r][j] - m);
+    CHECK(merged[r] == doctest::Approx(m));
+    CHECK(merged[2 + r] == doctest::Approx(sum).epsilon(1e-6));
+    CHECK(merged[4 + r] == z[r][target[r]]);
+  }
+}

@@ -149,6 +149,33 @@ TEST_CASE("the experts' grouped GEMM and batched matmul in bf16 match fp32 withi
                  40);
 }
 
+TEST_CASE("the fused head (linear_cross_entropy) equals cross_entropy(linear) in fp32 and on both bf16 paths") {
+  // Chunked (4 rows forward, 5 vocabulary columns backward) against the unfused ops under
+  // the same precision: the same bf16 products, so only fp32 summation order differs.
+  const V in{random_tensor({21, 32}, 1), random_tensor({17, 32}, 2)};
+  std::vector<int32_t> targets(21);
+  for (int32_t r = 0; r < 21; ++r) targets[r] = r % 5 == 3 ? ops::kIgnoreIndex : (r * 7) % 17;
+  ops::LinearCrossEntropyOptions chunks;
+  chunks.chunk_bytes = 4 * 17 * 4;
+  const Op fused = [&](V& v) { return ops::linear_cross_entropy(v[0], v[1], targets, 0.0, chunks); };
+  const Op unfused = [&](V& v) { return ops::cross_entropy(ops::linear(v[0], v[1]), targets); };
+  const Tensor seed = Tensor::full({}, 1.0f);
+  const V fp32 = run(fused, in, seed, {});
+  for (const ComputePrecision& path : {ComputePrecision{}, kPaths[0], kPaths[1]}) {
+    CAPTURE(path.bf16() ? bf16_matmul_name(path.matmul) : "fp32");
+    const int64_t before = bf16_matmuls(path.matmul);
+    const V got = run(fused, in, seed, path), want = run(unfused, in, seed, path);
+    if (path.bf16()) {
+      CHECK(bf16_matmuls(path.matmul) > before);
+      CHECK_MESSAGE(max_abs_diff(got[0], fp32[0]) > 0, "bf16 gave exactly the fp32 loss: it did not round");
+    }
+    for (size_t k = 0; k < got.size(); ++k) {
+      check_within(got[k], want[k], [&](int64_t i) { return 1e-5 * std::abs(want[k].data()[i]) + 1e-6; },
+                   k == 0 ? "loss" : "gradient of input " + std::to_string(k - 1));
+    }
+  }
+}
+
 TEST_CASE("linear_with_output saves bf16 operands under a bf16 scope") {
   const Tensor x = random_tensor({6, 32}, 1), w = random_tensor({8, 32}, 2);
   check_bilinear([](V& v) { return ops::linear_with_output(v[0], v[1], Tensor(), ops::linear(v[0], v[1]).detach()); },

@@ -3,7 +3,8 @@
 // shard equal to the same elements of the single process's parameters; for GPT and LLaMA
 // (grouped-query attention, including fewer kv heads than tensor ranks), alone and with
 // DP / ZeRO-1/2/3, remat and gradient accumulation. Also: the collectives per block, the
-// vocab-parallel loss and embedding against the unsharded ops, and the layout errors.
+// vocab-parallel loss (unfused and fused with the head) and embedding against the
+// unsharded ops, and the layout errors.
 //
 // Tolerance: as in test_data_parallel.cpp the layouts differ only in fp32 summation order
 // (the row-parallel all_reduce sums partial products, the vocab-parallel loss sums its
@@ -141,6 +142,69 @@ TEST_CASE("tensor parallelism trains exactly like the single process") {
   }
 }
 
+TEST_CASE("the fused vocab-parallel head equals the unfused vocab-parallel loss and the single process") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const int64_t R = 12, V = 8 * n, D = 5, Vl = V / n, first = tp.rank() * Vl;
+  std::vector<float> xs(R * D), ws(V * D);
+  for (int64_t i = 0; i < R * D; ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
+  for (int64_t i = 0; i < V * D; ++i) ws[i] = std::cos(0.23f * static_cast<float>(i)) * 1.5f;
+  std::vector<int32_t> targets(R);
+  for (int64_t r = 0; r < R; ++r) targets[r] = r % 5 == 4 ? -1 : static_cast<int32_t>((r * 7) % V);
+  const std::vector<float> mine_w(ws.begin() + first * D, ws.begin() + (first + Vl) * D);
+  // The single process, unfused; the vocab-parallel loss unfused; the fused one in chunks
+  // of 3 rows forward and 4 of this rank's vocabulary columns backward.
+  Tensor x = Tensor::from({R, D}, xs).set_requires_grad(true), w = Tensor::from({V, D}, ws).set_requires_grad(true);
+  Tensor ref = ops::cross_entropy(ops::linear(x, w), targets, 20.0);
+  ref.backward();
+  Tensor xu = Tensor::from({R, D}, xs).set_requires_grad(true), wu = Tensor::from({Vl, D}, mine_w).set_requires_grad(true);
+  Tensor unfused = vocab_parallel_cross_entropy(tp, ops::linear(xu, wu), targets, first, 20.0);
+  unfused.backward();
+  Tensor xf = Tensor::from({R, D}, xs).set_requires_grad(true), wf = Tensor::from({Vl, D}, mine_w).set_requires_grad(true);
+  Tensor fused = vocab_parallel_linear_cross_entropy(tp, xf, wf, targets, first, V, 20.0, 3 * Vl * 4);
+  fused.backward();
+  CHECK(fused.item() == doctest::Approx(ref.item()).epsilon(1e-6));
+  CHECK(fused.item() == doctest::Approx(unfused.item()).epsilon(1e-6));
+  // Every rank the same loss, bit for bit.
+  float root = fused.item();
+  MPI_Bcast(&root, 1, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  CHECK(root == fused.item());
+  // x's gradient: each rank's partial, summed over the axis (what f's backward does).
+  std::vector<float> gx(xf.grad().span().begin(), xf.grad().span().end()), gxu(xu.grad().span().begin(), xu.grad().span().end());
+  all_reduce(tp, gx);
+  all_reduce(tp, gxu);
+  double worst = 0;
+  for (int64_t i = 0; i < R * D; ++i) {
+    worst = std::max(worst, double(std::abs(gx[i] - x.grad().data()[i])));
+    worst = std::max(worst, double(std::abs(gx[i] - gxu[i])));
+  }
+  for (int64_t i = 0; i < Vl * D; ++i) {
+    worst = std::max(worst, double(std::abs(wf.grad().data()[i] - w.grad().data()[first * D + i])));
+    worst = std::max(worst, double(std::abs(wf.grad().data()[i] - wu.grad().data()[i])));
+  }
+  CHECK(worst <= 1e-6);
+}
+
+TEST_CASE("tensor parallelism with the fused head trains like the single process without it") {
+  for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
+    nn::ModelConfig c = model_config(arch);
+    const Run ref = reference(c, 1);
+    c.fused_head = nn::FusedHead::On;
+    for (const auto& [spec, stages] : layouts()) {
+      Mesh mesh(MPI_COMM_WORLD, spec);
+      mesh.context().watchdog.set_timeout(15);
+      for (const TensorParallelConfig tp : tensor_variants()) {
+        CAPTURE(spec);
+        CAPTURE(nn::arch_name(arch));
+        CAPTURE(tp.sequence_parallel);
+        CAPTURE(tp.overlap);
+        check_equal(mesh, c, ref, distributed(mesh, c, stages.back(), 1, tp));
+      }
+    }
+  }
+}
+
 TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence parallelism two all_gathers and two "
           "reduce_scatters") {
   const int n = world_size();
@@ -211,7 +275,10 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             CAPTURE(nn::remat_name(remat));
             CAPTURE(zero);
             CAPTURE(microbatches);
-            const nn::ModelConfig c = model_config(arch, remat);
+            nn::ModelConfig c = model_config(arch, remat);
+            // The fused head's loss communicates differently: half the cases run it.
+            c.fused_head = remat == nn::Remat::Full ? nn::FusedHead::On : nn::FusedHead::Off;
+            CAPTURE(nn::fused_head_name(c.fused_head));
             const auto model = [&] {
               nn::DeferParameters defer;
               return std::make_unique<nn::Transformer>(c);

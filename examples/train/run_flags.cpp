@@ -78,7 +78,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("z-loss-coef", "MoE: weight of the router z-loss", cxxopts::value<double>())
       ("remat", "rematerialisation per block: none, full (keep block inputs), save-matmul (also keep every "
        "Linear output) or save-mlp-matmul (also keep the MLP up-projections)",
-       cxxopts::value<std::string>()->default_value("none"));
+       cxxopts::value<std::string>()->default_value("none"))
+      ("fused-head", "the loss's head: on (chunked linear + cross-entropy, never holding the B T x V logits), off "
+       "(linear, then cross-entropy) or auto (on where the logits would pass 64 MiB per rank)",
+       cxxopts::value<std::string>()->default_value("auto"));
   o.add_options("data")
       ("data", "'arithmetic' (embedded) or a text file or llm.c .bin token shard; a pattern such as "
        "'shards/train_*.bin' takes every match, in name order", cxxopts::value<std::string>()->default_value(r.data))
@@ -229,6 +232,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
     }
   }
   r.model.remat = nn::parse_remat(p["remat"].as<std::string>());
+  r.model.fused_head = nn::parse_fused_head(p["fused-head"].as<std::string>());
   r.data = p["data"].as<std::string>();
   r.val_data = p["val-data"].as<std::string>();
   r.tokenizer = p["tokenizer"].as<std::string>();

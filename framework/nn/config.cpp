@@ -174,6 +174,15 @@ Remat parse_remat(const std::string& s) {
   throw UserError("unknown --remat '" + s + "'; use none, full, save-matmul or save-mlp-matmul");
 }
 
+FusedHead parse_fused_head(const std::string& s) {
+  if (s == "auto") return FusedHead::Auto;
+  if (s == "on") return FusedHead::On;
+  if (s == "off") return FusedHead::Off;
+  throw UserError("unknown --fused-head '" + s + "'; use auto, on or off");
+}
+
+std::string fused_head_name(FusedHead f) { return f == FusedHead::Auto ? "auto" : f == FusedHead::On ? "on" : "off"; }
+
 std::string arch_name(Arch a) { return a == Arch::Gpt ? "gpt" : "llama"; }
 std::string remat_name(Remat r) {
   switch (r) {

@@ -15,6 +15,10 @@ enum class Arch { Gpt, Llama };
 // Per block: keep every activation; only the block input; the input and every Linear
 // output; or the input and the MLP's up-projection outputs (the book's policy) (remat.h).
 enum class Remat { None, Full, SaveMatmulOutputs, SaveMlpMatmulOutputs };
+// The training loss's head: ops::linear_cross_entropy (never holding the [B T, V] logits)
+// or linear then cross_entropy; Auto fuses where the logits would pass one fused chunk
+// (64 MiB: B 4, T 1024 at GPT-2's vocabulary is 0.8 GB). Logits for decoding are whole.
+enum class FusedHead { Auto, On, Off };
 
 struct ModelConfig {
   Arch arch = Arch::Gpt;
@@ -28,6 +32,7 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;  // LLaMA's RoPE base (the llama presets use LLaMA 3's 500000)
   Remat remat = Remat::None;
+  FusedHead fused_head = FusedHead::Auto;  // how it runs, not what it computes: not in describe()
 
   // Mixture of experts (nn/moe.h): 0 experts is a dense model. Otherwise every
   // moe_every-th block (blocks moe_every-1, 2*moe_every-1, ...) has E experts of hidden
@@ -54,5 +59,7 @@ Arch parse_arch(const std::string& s);
 Remat parse_remat(const std::string& s);  // none | full | save-matmul[-outputs] | save-mlp-matmul[-outputs]
 std::string arch_name(Arch a);
 std::string remat_name(Remat r);
+FusedHead parse_fused_head(const std::string& s);  // auto | on | off
+std::string fused_head_name(FusedHead f);
 
 }  // namespace shardlab::nn

@@ -14,6 +14,9 @@ class Linear : public Module {
  public:
   Linear(Module& parent, const std::string& name, int64_t in, int64_t out, bool bias, float init_std = 0.02f);
   Tensor operator()(const Tensor& x) const;
+  // The weight as operator() multiplies it (through parameter_hook), for an op that takes
+  // the matrix itself: the fused head (ops/linear_cross_entropy.h).
+  Tensor used_weight() const { return use("weight", weight); }
   Tensor weight, bias;
   // Where tensor parallelism (parallel/tensor/tensor_parallel.cpp) changes this layer;
   // unset in a model nobody parallelised.

@@ -62,6 +62,7 @@ class Module {
   void add_forward_pre_hook(Hook hook) { pre_hooks_.push_back(std::move(hook)); }
   void add_forward_hook(Hook hook) { post_hooks_.push_back(std::move(hook)); }
   void clear_forward_hooks();
+  bool has_forward_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
 
   // Maps this module's own parameters before each use, given their local name ("weight",
   // "bias"), as torch.nn.utils.parametrize does; unset, they are used as they are. Tensor

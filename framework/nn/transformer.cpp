@@ -103,10 +103,20 @@ Tensor Transformer::embed(std::span<const int32_t> ids, int64_t B, int64_t T, in
   return ops::add(x, ops::reshape((*wpe)(positions, 1, T), {T, config.d_model}));
 }
 
-Tensor Transformer::head(const Tensor& x) const {
+Tensor Transformer::head_input(const Tensor& x) const {
   const Tensor n = norm_f(x);  // its hooks may change the rows (sequence parallelism gathers them)
-  Tensor h = ops::reshape(n, {n.numel() / config.d_model, config.d_model});
+  return ops::reshape(n, {n.numel() / config.d_model, config.d_model});
+}
+
+Tensor Transformer::head_weight() const { return lm_head ? lm_head->used_weight() : wte.weight; }
+
+Tensor Transformer::head(const Tensor& x) const {
+  const Tensor h = head_input(x);
   return lm_head ? (*lm_head)(h) : ops::linear(h, wte.weight);
+}
+
+bool fuses_head(FusedHead mode, int64_t rows, int64_t vocab_rows) {
+  return mode == FusedHead::On || (mode == FusedHead::Auto && ops::linear_cross_entropy_saves_memory(rows, vocab_rows));
 }
 
 Tensor Transformer::head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const {
@@ -128,9 +138,20 @@ Tensor Transformer::loss(std::span<const int32_t> ids, std::span<const int32_t> 
 }
 
 Tensor Transformer::head_loss(const Tensor& x, std::span<const int32_t> targets, double denominator) const {
-  Tensor h = head(x);
-  return tensor_parallel.loss ? tensor_parallel.loss(h, targets, denominator)
-                             : ops::cross_entropy(h, targets, denominator);
+  const Tensor h = head_input(x);
+  const Tensor& local = lm_head ? lm_head->weight : wte.weight;  // this rank's rows under tensor parallelism
+  if (fuses_head(config.fused_head, h.dim(0), local.dim(0))) {
+    // The fused op takes the weight itself: lm_head's own forward would not run.
+    SL_ASSERT(!lm_head || (!lm_head->has_forward_hooks() && !lm_head->tensor_parallel.product &&
+                           !lm_head->tensor_parallel.reduce_partial),
+              "the fused head bypasses lm_head's forward, and something hooks it");
+    const Tensor w = head_weight();
+    return tensor_parallel.fused_loss ? tensor_parallel.fused_loss(h, w, targets, denominator)
+                                      : ops::linear_cross_entropy(h, w, targets, denominator);
+  }
+  const Tensor logits = lm_head ? (*lm_head)(h) : ops::linear(h, wte.weight);
+  return tensor_parallel.loss ? tensor_parallel.loss(logits, targets, denominator)
+                             : ops::cross_entropy(logits, targets, denominator);
 }
 
 Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, KVCache& cache) const {

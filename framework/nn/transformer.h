@@ -3,6 +3,8 @@
 //   GPT-2:   x = wte[ids] + wpe[t];  blocks: x += attn(ln1(x)); x += mlp(ln2(x))   (LayerNorm, GELU)
 //   LLaMA-3: x = wte[ids];           blocks: x += attn(rms1(x)) with RoPE and GQA; x += swiglu(rms2(x))
 //   logits = norm_f(x) · W_out^T with W_out = wte (tied) for GPT, a separate lm_head for LLaMA.
+//   The training loss fuses the head and cross-entropy where the logits would be large
+//   (config.fused_head, ops/linear_cross_entropy.h): they are never held whole.
 //
 // The model knows nothing of parallelism; parallel/ applies it from outside.
 //
@@ -23,6 +25,11 @@
 #include "framework/nn/moe.h"
 
 namespace shardlab::nn {
+
+// Whether the training loss fuses its head for `rows` rows of input against a weight of
+// `vocab_rows` rows (this rank's, under tensor parallelism): `mode`, and for Auto whether
+// the fp32 logits would pass one fused chunk (ops::linear_cross_entropy_saves_memory).
+bool fuses_head(FusedHead mode, int64_t rows, int64_t vocab_rows);
 
 class Block : public Module {
  public:
@@ -79,6 +86,11 @@ class Transformer : public Module {
     // replaces ops::cross_entropy on it, `logits` turns it into the logits that logits()
     // and decode() return.
     std::function<Tensor(const Tensor& head_output, std::span<const int32_t> targets, double denominator)> loss;
+    // The same for the fused head: replaces ops::linear_cross_entropy(head_input, weight, ...)
+    // with this rank's rows of the weight.
+    std::function<Tensor(const Tensor& head_input, const Tensor& weight, std::span<const int32_t> targets,
+                         double denominator)>
+        fused_loss;
     Hook logits;
     // Applied by a pipeline stage (parallel/pipeline) to the activation it receives, where
     // the first stage's embedding ran its hooks: sequence parallelism marks the stream as
@@ -90,6 +102,8 @@ class Transformer : public Module {
   std::shared_ptr<const ContextParallelHooks> context_parallel;
 
  private:
+  Tensor head_input(const Tensor& x) const;  // norm_f(x) as [rows, D]
+  Tensor head_weight() const;                // W_out as the head multiplies it (this rank's rows)
   Tensor head(const Tensor& x) const;
   Tensor head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const;  // embed, blocks, head
 };

@@ -6,6 +6,8 @@
 
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/nn/transformer.h"
+#include "framework/ops/linear_cross_entropy.h"
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/model/transformer.h"
 #include "parallel/context/context_parallel.h"
@@ -18,6 +20,14 @@ std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
   return text;
+}
+
+// The fused head's chunk of logits for `tokens` rows, or 0 where the head is not fused
+// (ops/linear_cross_entropy.h: at most 64 MiB, the whole [tokens, V/t] when that is less).
+double fused_head_chunk_bytes(const nn::ModelConfig& model, double tokens, int tensor) {
+  const int64_t rows = static_cast<int64_t>(tokens), vocab_rows = model.vocab / tensor;
+  if (!nn::fuses_head(model.fused_head, rows, vocab_rows)) return 0.0;
+  return std::min<double>(ops::kLinearCrossEntropyChunkBytes, tokens * static_cast<double>(vocab_rows) * sizeof(float));
 }
 
 }  // namespace
@@ -66,6 +76,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
               .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,
               .deferred_weight_gradients = layout.pipe > 1 && run.pp_schedule == "zero-bubble",
+              .fused_head_chunk_bytes = fused_head_chunk_bytes(run.model, tokens, layout.tensor),
               .context = layout.context,
               .context_allgather = parallel::parse_context_comm(run.cp_comm) == parallel::ContextComm::kAllGather});
   m.activations = m.activation_parts.peak();

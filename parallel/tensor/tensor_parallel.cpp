@@ -260,6 +260,10 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   model.tensor_parallel.loss = [&tensor, first](const Tensor& logits, std::span<const int32_t> targets, double denominator) {
     return vocab_parallel_cross_entropy(tensor, logits, targets, first, denominator);
   };
+  model.tensor_parallel.fused_loss = [&tensor, first, V = c.vocab](const Tensor& x, const Tensor& weight,
+                                                                  std::span<const int32_t> targets, double denominator) {
+    return vocab_parallel_linear_cross_entropy(tensor, x, weight, targets, first, V, denominator);
+  };
   model.tensor_parallel.logits = [&tensor](const Tensor& logits) { return gather_vocab(tensor, logits); };
   return result;
 }
@@ -318,8 +322,12 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
     leave(true, "embedding");
     for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
     enter(true, "head input");
-    add(CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima");
-    add(CollectiveOp::kAllReduce, 2 * tokens * kBytesPerFloat, "loss sums and target logits");
+    if (nn::fuses_head(c.fused_head, tokens, c.vocab / t)) {
+      add(CollectiveOp::kAllGather, t * 3 * tokens * kBytesPerFloat, "fused loss row maxima, sums and target logits");
+    } else {
+      add(CollectiveOp::kAllGather, t * tokens * kBytesPerFloat, "loss row maxima");
+      add(CollectiveOp::kAllReduce, 2 * tokens * kBytesPerFloat, "loss sums and target logits");
+    }
     enter(false, "head input gradient");
     norm("final norm");
     for (int64_t l = c.n_layers - 1; l >= 0; --l) {

@@ -79,6 +79,19 @@ Tensor vocab_parallel_cross_entropy(const AxisGroup& tensor, const Tensor& logit
                 });
 }
 
+Tensor vocab_parallel_linear_cross_entropy(const AxisGroup& tensor, const Tensor& x, const Tensor& weight,
+                                           std::span<const int32_t> targets, int64_t first, int64_t vocab,
+                                           double denominator, int64_t chunk_bytes) {
+  ops::LinearCrossEntropyOptions options;
+  options.chunk_bytes = chunk_bytes;
+  options.shard = {.first = first, .vocab = vocab, .combine = [&tensor](std::span<float> stats) {
+                     std::vector<float> gathered(stats.size() * tensor.size());
+                     all_gather(tensor, stats, gathered);
+                     ops::merge_row_statistics(gathered, tensor.size(), stats);
+                   }};
+  return ops::linear_cross_entropy(x, weight, targets, denominator, options);
+}
+
 Tensor gather_vocab(const AxisGroup& tensor, const Tensor& logits) {
   const int64_t Vl = logits.dim(-1), R = logits.numel() / Vl, t = tensor.size();
   if (t == 1) return logits;

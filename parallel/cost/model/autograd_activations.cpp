@@ -122,8 +122,14 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   // The last stage's head -- final block output, final norm, logits and softmax (V/t each)
   // -- and, as backward starts, the logits' gradient: gone before the first block is
   // recomputed.
+  // The fused head keeps no logits: while its backward runs, a chunk and its operand copy,
+  // the input's gradient (D per token) and the weight's, [V/t, D], which it fills chunk by chunk.
   const double vocab = static_cast<double>(s.vocab) / t;
-  const double head = q.head ? 2 * d + 3 * vocab + (s.layer_norm ? 2 : 1) : 0;
+  const bool fused = q.fused_head_chunk_bytes > 0;
+  const double head = !q.head ? 0 : (fused ? 3 * d : 2 * d + 3 * vocab) + (s.layer_norm ? 2 : 1);
+  const double chunk = q.head && fused ? q.fused_head_chunk_bytes * (1 + q.matmul_copy_bytes / sizeof(float)) +
+                                             sizeof(float) * vocab * d
+                                       : 0;
   const double bytes = sizeof(float) * q.tokens;
   // A bf16 matmul's operand copy, alive while it runs: on the last stage the logits'
   // gradient's takes the place of cross entropy's softmax, freed just before it; on
@@ -135,7 +141,7 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
     copy += q.matmul_copy_bytes * q.tokens * (static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t + d);
   }
   return {.kept = bytes * per_token * q.in_flight,
-          .head = bytes * head + copy,
+          .head = bytes * head + chunk + copy,
           .recompute = bytes * recompute,
           .kept_backward = bytes * per_token,
           .layers = std::max(1.0, q.layers)};

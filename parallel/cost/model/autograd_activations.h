@@ -26,6 +26,9 @@
 //   norm outputs the column-parallel matmuls read.
 // - The head keeps the final norm's output, the logits and cross entropy's softmax (V
 //   each, V/t under tensor parallelism), and its backward adds the logits' gradient.
+//   The fused head (framework/ops/linear_cross_entropy.h) keeps none of those three: one
+//   chunk of logits while it runs (and its bf16 copy), the input's gradient (D) and the
+//   weight's ([V/t, D], filled chunk by chunk).
 // - Under bf16 compute a matmul converts its operands while it runs (framework/ops/matmul.h).
 //   On a stage without the head, the widest copy -- attention's of Q, K and V, or the
 //   MLP's of its hidden activations, per token and divided by t -- comes on top of the kept
@@ -69,6 +72,9 @@ struct ActivationQuery {
   // A zero-bubble pipeline's deferred weight-gradient pass: under bf16 each converts its
   // output gradient and input again when it runs, beside the tensors still waiting.
   bool deferred_weight_gradients = false;
+  // Bytes of the fused head's chunk of logits (min(64 MiB, tokens x V/t x 4)); 0: the head
+  // is not fused and keeps the logits (nn::fuses_head decides).
+  double fused_head_chunk_bytes = 0;
   int context = 1;                 // the context axis
   bool context_allgather = false;  // its attention all-gathers K/V (else a ring)
 };
