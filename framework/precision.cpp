@@ -92,6 +92,7 @@ std::string PrecisionPolicy::describe() const {
                                          : std::string("with ") + dtype_name(reduce) + " on the wire (fp32 sums" +
                                                (reduce == DType::kInt8 ? ", error feedback)" : ")"));
   if (gather != compute) s += std::string(", sharded parameters gathered as ") + dtype_name(gather);
+  if (activation != compute) s += std::string(", activations between ranks in ") + dtype_name(activation);
   if (compute == DType::kBF16) s += "; bf16 matmuls: " + matmul_reason;
   return s;
 }

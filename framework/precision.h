@@ -64,6 +64,10 @@ struct PrecisionPolicy {
   DType reduce = DType::kF32;   // gradients on the wire when they are reduced (fp32, bf16, int8)
   DType gather = DType::kF32;   // ZeRO/FSDP parameter all_gathers on the wire: the compute dtype,
                                 // or int8 under ZeRO-3 (--gather-dtype)
+  DType activation = DType::kF32;  // activations and their gradients between model-parallel ranks
+                                   // (tensor and sequence parallelism, pipeline messages, expert
+                                   // all_to_alls) on the wire: the compute dtype, or fp32 or bf16
+                                   // (--activation-dtype); sums still in fp32
   Bf16Matmul matmul = Bf16Matmul::kRounded;  // how this machine runs a bf16 matmul
   std::string matmul_reason;                 // why (select_bf16_matmul)
 

@@ -1,6 +1,7 @@
 #include "parallel/parallelize.h"
 
 #include "framework/error.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/data_parallel/data_parallel.h"
 #include "parallel/data_parallel/zero.h"
@@ -11,13 +12,15 @@ namespace shardlab::parallel {
 
 namespace {
 
-// The pipeline's configuration as the mesh completes it: under sequence parallelism the
-// activations it passes are split over the tensor axis.
+// The pipeline's configuration as the mesh and the precision policy complete it: under
+// sequence parallelism the activations it passes are split over the tensor axis, and they
+// travel in the policy's activation dtype.
 PipelineConfig pipeline_config(const Mesh& mesh, const ParallelConfig& config) {
   PipelineConfig pipeline = config.pipeline;
   if (config.tensor.sequence_parallel && mesh.splits(kTensorAxis)) {
     pipeline.sequence_split = mesh.axis_size(kTensorAxis);
   }
+  pipeline.wire = config.precision.activation;
   return pipeline;
 }
 
@@ -30,11 +33,11 @@ DataParallelConfig data_config(const ParallelConfig& config) {
   return data;
 }
 
-// The tensor axis's configuration as the precision policy completes it: sequence
-// parallelism gathers a region's matmul inputs in the compute dtype.
+// The tensor axis's configuration as the precision policy completes it: the stream's
+// collectives carry the policy's activation dtype.
 TensorParallelConfig tensor_config(const ParallelConfig& config) {
   TensorParallelConfig tensor = config.tensor;
-  tensor.activation_dtype = config.precision.compute;
+  tensor.activation_dtype = config.precision.activation;
   return tensor;
 }
 
@@ -113,7 +116,7 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
         break;
       case Strategy::kExpert: {
         std::shared_ptr<const ExpertParallel> experts =
-            apply_expert_parallel(model, mesh.axis(kExpertAxis), config.data.seed);
+            apply_expert_parallel(model, mesh.axis(kExpertAxis), config.data.seed, config.precision.activation);
         split.expert_parameters = experts->expert_parameters();
         split.shards = nest(mesh, split.shards, experts);
         break;
@@ -131,6 +134,13 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
     }
   }
   return ParallelModel(split.shards, std::move(pipeline), std::move(context), std::move(sync), config.precision);
+}
+
+int64_t pipeline_message_bytes(const nn::ModelConfig& model, const Mesh& mesh, const ParallelConfig& config,
+                               const StepShape& step) {
+  const PipelineConfig pipeline = pipeline_config(mesh, config);
+  const int64_t rows = step.batch / DataAxes::of(mesh).batch->size() / step.microbatches / pipeline.sequence_split;
+  return wire_bytes(pipeline.wire, rows * step.seq_len * model.d_model);
 }
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
@@ -193,7 +203,8 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
         for (size_t l = 0; l < sharded.blocks.size(); ++l) {
           if (sharded.blocks[l]->moe && sharded.blocks[l]->moe->router.weight.defined()) moe_layers.push_back(l);
         }
-        plan_expert_parallel_step(plan, mesh, model.config, moe_layers, rows, step.seq_len, step.microbatches);
+        plan_expert_parallel_step(plan, mesh, model.config, moe_layers, rows, step.seq_len, step.microbatches,
+                                  config.precision.activation);
         break;
       }
       case Strategy::kPipeline: plan_pipeline_step(plan, mesh); break;

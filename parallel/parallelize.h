@@ -71,4 +71,10 @@ struct StepShape {
 // model may be deferred and stays so.
 StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config, const StepShape& step);
 
+// The bytes one message between pipeline stages carries in such a step (an activation
+// forward, or its gradient back): the schedule's sends and recvs, point-to-point on the
+// pipe axis, are checked by the schedule itself rather than planned (pipeline/schedule.h).
+int64_t pipeline_message_bytes(const nn::ModelConfig& model, const Mesh& mesh, const ParallelConfig& config,
+                               const StepShape& step);
+
 }  // namespace shardlab::parallel

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <memory>
 
@@ -171,6 +172,52 @@ TEST_CASE("expert parallelism trains exactly like the single process") {
     Mesh mesh(MPI_COMM_WORLD, layout.axes);
     check_case(mesh, k);
   }
+}
+
+// Under --activation-dtype bf16 (the default of --precision bf16) the dispatch and combine
+// all_to_alls, forward and backward, carry bf16: the step plan's entries on the expert axis
+// match the trace one by one, and each all_to_all is half the fp32 bytes.
+TEST_CASE("in bf16 the all_to_alls carry half the bytes of fp32's, as the step plan says") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, Layout::from_spec("expert=" + std::to_string(n)).axes);
+  const Case k{"llama-moe-tiny", 1.0f, 2, nn::Remat::Full};
+  const nn::ModelConfig c = config_of(k);
+  std::map<DType, int64_t> traced;
+  for (DType wire : {DType::kF32, DType::kBF16}) {
+    CAPTURE(std::string(dtype_name(wire)));
+    const auto model = [&] {
+      nn::DeferParameters defer;
+      return std::make_unique<nn::Transformer>(c);
+    }();
+    ParallelConfig config;
+    config.data.seed = kSeed;
+    config.pipeline.microbatches = k.accum;
+    config.precision.activation = wire;
+    const StepPlan plan = plan_step(*model, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = k.accum});
+    const ParallelModel strategy = parallelize(*model, mesh, config);
+    const auto optimizer = standard_optimizer(strategy);
+    data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq, mesh.coord("expert"), n);
+    mesh.context().trace.clear();
+    mesh.context().trace.set_recording(true);
+    train_step(*model, strategy, *optimizer, loader.next(), k.accum, kLr, 1.0);
+    mesh.context().trace.set_recording(false);
+    std::vector<PlannedCollective> planned;
+    for (const PlannedCollective& p : plan) {
+      if (p.group == "expert" && p.op == CollectiveOp::kAllToAll) planned.push_back(p);
+    }
+    std::vector<CommRecord> ran;
+    for (const CommRecord& r : mesh.context().trace.events()) {
+      if (r.group == "expert" && r.op == CollectiveOp::kAllToAll) ran.push_back(r);
+    }
+    REQUIRE(ran.size() == planned.size());
+    for (size_t i = 0; i < ran.size(); ++i) {
+      CHECK_MESSAGE(ran[i].bytes == planned[i].bytes, "entry " << i << " (" << planned[i].what << ")");
+      traced[wire] += ran[i].bytes;
+    }
+    CHECK(planned.front().bytes == expert_all_to_all_bytes(c, kBatch / n / k.accum, kSeq, wire));
+  }
+  CHECK(traced[DType::kF32] > 0);
+  CHECK(traced[DType::kBF16] * 2 == traced[DType::kF32]);
 }
 
 TEST_CASE("a router that sends every token to one expert runs, drops what it must, and agrees") {

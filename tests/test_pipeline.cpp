@@ -175,6 +175,48 @@ TEST_CASE("the cost-balanced split puts fewer blocks on the stage with the head"
   CHECK(stage_boundaries(c, 3, {1, 2, 3}) == std::vector<int64_t>{0, 1, 3, 6});
 }
 
+// Under --activation-dtype bf16 (the default of --precision bf16) the activations and
+// their gradients travel between stages as bf16: every such message is
+// pipeline_message_bytes, half of fp32's; the tied embedding's gradient exchange stays fp32.
+TEST_CASE("pipeline messages in bf16 carry half the bytes of fp32's, as planned; the tied embedding stays fp32") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, "data=1,pipe=" + std::to_string(n));
+  const nn::ModelConfig c = model_config(nn::Arch::Gpt);  // a tied embedding
+  const int accum = 2;
+  std::map<DType, int64_t> message;
+  for (DType wire : {DType::kF32, DType::kBF16}) {
+    CAPTURE(std::string(dtype_name(wire)));
+    const auto model = [&] {
+      nn::DeferParameters defer;
+      return std::make_unique<nn::Transformer>(c);
+    }();
+    ParallelConfig config;
+    config.data.seed = kSeed;
+    config.pipeline.microbatches = accum;
+    config.precision.activation = wire;
+    const ParallelModel strategy = parallelize(*model, mesh, config);
+    const auto optimizer = standard_optimizer(strategy);
+    data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq);
+    mesh.context().trace.clear();
+    mesh.context().trace.set_recording(true);
+    train_step(*model, strategy, *optimizer, loader.next(), accum, kLr, 1.0);
+    mesh.context().trace.set_recording(false);
+    message[wire] = pipeline_message_bytes(c, mesh, config, {.batch = kBatch, .seq_len = kSeq, .microbatches = accum});
+    const int64_t tied = c.vocab * c.d_model * 4;
+    int messages = 0, tied_messages = 0, other = 0;
+    for (const CommRecord& r : mesh.context().trace.events()) {
+      if (r.group != "pipe" || (r.op != CollectiveOp::kSend && r.op != CollectiveOp::kRecv)) continue;
+      (r.bytes == message[wire] ? messages : r.bytes == tied ? tied_messages : other)++;
+    }
+    const int rank = mesh.axis("pipe").rank();
+    const bool end = rank == 0 || rank == n - 1;
+    CHECK(messages == (end ? 2 : 4) * accum);  // each microbatch's activation one way, its gradient back
+    CHECK(tied_messages == (end ? 2 : 0));
+    CHECK(other == 0);
+  }
+  CHECK(message[DType::kBF16] * 2 == message[DType::kF32]);
+}
+
 TEST_CASE("pipeline layouts the model or schedule cannot take are clear errors on every rank") {
   const auto error = [](const std::string& spec, auto&& change) {
     LayoutChecks checks;

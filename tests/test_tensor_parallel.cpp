@@ -205,20 +205,23 @@ TEST_CASE("tensor parallelism with the fused head trains like the single process
   }
 }
 
-TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence parallelism two all_gathers and two "
-          "reduce_scatters") {
+TEST_CASE("per block: two all_reduces of B*T*D values each way; with sequence parallelism two all_gathers and two "
+          "reduce_scatters; in bf16 (--activation-dtype) each of them half the fp32 bytes") {
   const int n = world_size();
   if (n == 1) return;
   Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
   for (nn::Arch arch : {nn::Arch::Gpt, nn::Arch::Llama}) {
-    for (bool sequence_parallel : {false, true}) {
+    for (auto [sequence_parallel, wire] : {std::pair{false, DType::kF32}, std::pair{true, DType::kF32},
+                                           std::pair{false, DType::kBF16}, std::pair{true, DType::kBF16}}) {
       const nn::ModelConfig c = model_config(arch);
       if (c.n_heads % n != 0) continue;
       nn::Transformer model(c);
       nn::initialize(model, kSeed);
       DataParallelConfig config;
       config.seed = kSeed;
-      auto strategy = parallelize(model, mesh, {.data = config, .tensor = {.sequence_parallel = sequence_parallel}});
+      ParallelConfig parallel{.data = config, .tensor = {.sequence_parallel = sequence_parallel}};
+      parallel.precision.activation = wire;
+      auto strategy = parallelize(model, mesh, parallel);
       data::BatchLoader loader(arithmetic_dataset(), kBatch, kSeq);
       const data::Batch b = loader.next();
       mesh.context().trace.clear();
@@ -227,8 +230,9 @@ TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence pa
       model.loss(b.inputs, b.targets, b.rows, b.seq_len).backward();
       mesh.context().trace.set_recording(false);
       // The trace counts an all_gather's output and a reduce_scatter's input: the full
-      // B*T*D floats, of which each rank sends or keeps B*T*D/t.
-      const int64_t activation_bytes = kBatch * kSeq * c.d_model * 4, L = c.n_layers;
+      // B*T*D values, of which each rank sends or keeps B*T*D/t; 4 bytes each, or 2 in bf16.
+      // The loss's statistics and the parameter gradients stay fp32.
+      const int64_t activation_bytes = kBatch * kSeq * c.d_model * dtype_bytes(wire), L = c.n_layers;
       std::map<CollectiveOp, int> activations, other;
       for (const CommRecord& r : mesh.context().trace.events()) {
         REQUIRE(r.group == "tensor");
@@ -236,6 +240,7 @@ TEST_CASE("per block: two all_reduces of B*T*D floats each way; with sequence pa
       }
       CAPTURE(nn::arch_name(arch));
       CAPTURE(sequence_parallel);
+      CAPTURE(std::string(dtype_name(wire)));
       if (!sequence_parallel) {
         // 2 per block each way, plus the embedding's g forward and the head's f backward.
         CHECK(activations[CollectiveOp::kAllReduce] == 4 * L + 2);
@@ -287,7 +292,11 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             config.zero = zero;
             config.bucket_mb = 0.01;
             config.seed = kSeed;
-            const ParallelConfig parallel{.data = config, .tensor = tp};
+            // Half the cases send the stream's activations in bf16 (--activation-dtype bf16).
+            const DType wire = microbatches == 2 ? DType::kBF16 : DType::kF32;
+            CAPTURE(std::string(dtype_name(wire)));
+            ParallelConfig parallel{.data = config, .tensor = tp};
+            parallel.precision.activation = wire;
             const StepPlan plan =
                 plan_step(*model, mesh, parallel, {.batch = kBatch, .seq_len = kSeq, .microbatches = microbatches});
             auto strategy = parallelize(*model, mesh, parallel);
@@ -371,8 +380,9 @@ TEST_CASE("the collective matmul equals all_gather then linear, forward and back
 
 // Sequence parallelism under bf16 gathers a region's matmul inputs as bf16
 // (TensorParallelConfig::activation_dtype): the matmul rounds its operands to bf16 anyway,
-// so the output and every gradient are those of the fp32 gather, bit for bit, on both bf16
-// matmul paths, for half the forward bytes.
+// so the output and the weight's gradient are those of the fp32 gather, bit for bit, on
+// both bf16 matmul paths, for half the bytes each way. The input's gradient comes back on
+// the bf16 reduce_scatter: each of its n-1 hops rounds a partial sum by at most 2^-8 of it.
 TEST_CASE("under bf16 a bf16 all_gather into a matmul gives the fp32 gather's results, for half the bytes") {
   const int n = world_size();
   if (n == 1) return;
@@ -390,16 +400,21 @@ TEST_CASE("under bf16 a bf16 all_gather into a matmul gives the fp32 gather's re
       mesh.context().trace.clear();
       mesh.context().trace.set_recording(true);
       y.push_back(ops::linear(gather_from_group(tp, x.back(), Algorithm::kAuto, wire), w.back(), GatheredLinear::bias()));
-      mesh.context().trace.set_recording(false);
-      bytes.push_back(mesh.context().trace.events().at(0).bytes);
       GatheredLinear::loss(y.back()).backward();
+      mesh.context().trace.set_recording(false);
+      REQUIRE(mesh.context().trace.events().size() == 2);  // the all_gather, and its backward's reduce_scatter
+      bytes.push_back(mesh.context().trace.events().at(0).bytes + mesh.context().trace.events().at(1).bytes);
     }
     const auto same = [](const Tensor& p, const Tensor& q) {
       return std::equal(p.data(), p.data() + p.numel(), q.data(), q.data() + q.numel());
     };
     CHECK(same(y[0], y[1]));
-    CHECK(same(x[0].grad(), x[1].grad()));
     CHECK(same(w[0].grad(), w[1].grad()));
+    const Tensor g0 = x[0].grad(), g1 = x[1].grad();
+    float largest = 0;
+    for (int64_t i = 0; i < g0.numel(); ++i) largest = std::max(largest, std::abs(g0.data()[i]));
+    for (int64_t i = 0; i < g0.numel(); ++i) CHECK(std::abs(g0.data()[i] - g1.data()[i]) <= (n - 1) * 0x1p-8f * largest * n);
+    CHECK(!same(g0, g1));  // rounded on the way: the test can tell the wires apart
     CHECK(bytes[1] * 2 == bytes[0]);
   }
 }

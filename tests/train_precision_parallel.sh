@@ -6,7 +6,8 @@
 # equal). A step's bytes are a 3-step run's minus a 2-step run's: the checkpoint written at
 # the end gathers fp32 masters in both precisions. The dry run plans the same halving.
 # --reduce-dtype bf16 halves the gradients' reduce_scatter (ZeRO-3) and all_reduce (DP)
-# bytes in the same way (the gradient norm's 4-byte all_reduce stays fp32).
+# bytes in the same way (the gradient norm's 4-byte all_reduce stays fp32). Tensor,
+# pipeline and expert activations halve too (below).
 # And a ZeRO-1 checkpoint holds the fp32 masters, not the bf16 values the ranks hold of
 # each other's slices: its parameters match a single process's bf16 run within 1e-4 of
 # each tensor's largest magnitude (a slice saved as bf16 would be off by up to 2^-9).
@@ -78,6 +79,58 @@ done
 pf=$(planned "$dir/plan_fp32.txt"); pb=$(planned "$dir/plan_bf16.txt")
 [ "$pf" -gt 0 ] && [ "$pf" -eq $((2 * pb)) ] || { echo "FAIL: the dry runs plan $pf and $pb all_gather bytes"; exit 1; }
 echo "ok: the dry run plans $pf all_gather bytes in fp32, $pb in bf16"
+# Activations between model-parallel ranks (--activation-dtype, the compute dtype by
+# default) travel in bf16 under --precision bf16: per step, rank 0's traced bytes of each
+# such collective on its axis are exactly half of fp32's -- sequence parallelism's
+# reduce_scatters and the collective matmul's ppermutes on tensor, the pipeline's sends
+# (LLaMA: no tied embedding, whose gradient exchange stays fp32) and the experts'
+# all_to_alls -- and --activation-dtype fp32 puts fp32 back (checked on the tensor axis).
+axis_bytes() { grep -o "\"name\":\"$2\",[^}]*\"pid\":0,[^}]*\"axis\":\"$3\",[^}]*\"bytes\":[0-9]*" "$1" |
+               grep -o '"bytes":[0-9]*$' | cut -d: -f2 | awk '{s += $1} END {print s + 0}'; }
+# layout_bytes NAME OP AXIS FLAGS...: rank 0's traced bytes of OP on AXIS in one step of a
+# 2-rank run with FLAGS (run once per NAME).
+layout_bytes() {
+  local run="$dir/layout_$1" op=$2 axis=$3; shift 3
+  if [ ! -f "${run}_3.json" ]; then
+    for steps in 2 3; do
+      "${mpiexec[@]}" -n 2 "$train" "${common[@]}" "$@" --steps $steps --trace "${run}_$steps.json" > /dev/null
+    done
+  fi
+  echo $(( $(axis_bytes "${run}_3.json" "$op" "$axis") - $(axis_bytes "${run}_2.json" "$op" "$axis") ))
+}
+tp=(--mesh data=1,tensor=2 --sequence-parallel --tp-overlap)
+pp=(--model llama-tiny --mesh data=1,pipe=2 --grad-accum 2)
+ep=(--model llama-moe-tiny --mesh data=1,expert=2)
+for c in "tp reduce_scatter tensor" "tp ppermute tensor" "pp send pipe" "ep all_to_all expert"; do
+  read -r layout op axis <<< "$c"
+  declare -n flags=$layout
+  f=$(layout_bytes "${layout}_fp32" "$op" "$axis" "${flags[@]}" --precision fp32)
+  b=$(layout_bytes "${layout}_bf16" "$op" "$axis" "${flags[@]}" --precision bf16)
+  o=$f
+  [ "$layout" = tp ] && o=$(layout_bytes "${layout}_optout" "$op" "$axis" "${flags[@]}" --precision bf16 --activation-dtype fp32)
+  [ "$f" -gt 0 ] && [ "$f" -eq $((2 * b)) ] && [ "$o" -eq "$f" ] ||
+    { echo "FAIL: $op bytes per step on $axis: fp32 $f, bf16 $b, bf16 with --activation-dtype fp32 $o"; exit 1; }
+  echo "ok: $op bytes per step on $axis: fp32 $f, bf16 $b$([ "$layout" = tp ] && echo " (--activation-dtype fp32: $o)")"
+  unset -n flags
+done
+# A dtype activations cannot travel in is refused on every rank, naming the choices.
+if "${mpiexec[@]}" -n 2 "$train" "${common[@]}" "${ep[@]}" --steps 1 --activation-dtype int8 > "$dir/refused.txt" 2>&1 ||
+   [ "$(grep -c "activation-dtype 'int8' must be auto (the compute dtype, fp32), fp32 or bf16" "$dir/refused.txt")" -lt 1 ]; then
+  echo "FAIL: --activation-dtype int8 was not refused clearly:"; cat "$dir/refused.txt"; exit 1
+fi
+echo "ok: --activation-dtype int8 refused"
+# The dry run plans the same: the experts' all_to_all rows, and the pipeline's message size.
+for p in fp32 bf16; do
+  "$@" -n 2 "$train" "${common[@]}" "${ep[@]}" --steps 2 --precision $p --dry-run > "$dir/ep_plan_$p.txt"
+  "$@" -n 2 "$train" "${common[@]}" "${pp[@]}" --steps 2 --precision $p --dry-run > "$dir/pp_plan_$p.txt"
+done
+a2a() { awk '$3 == "all_to_all" {s += $4} END {print s + 0}' "$1"; }
+message() { sed -n 's/.*gradient message \([0-9]*\) bytes.*/\1/p' "$1"; }
+pf=$(a2a "$dir/ep_plan_fp32.txt"); pb=$(a2a "$dir/ep_plan_bf16.txt")
+mf=$(message "$dir/pp_plan_fp32.txt"); mb=$(message "$dir/pp_plan_bf16.txt")
+[ "$pf" -gt 0 ] && [ "$pf" -eq $((2 * pb)) ] && [ -n "$mf" ] && [ "$mf" -gt 0 ] && [ "$mf" -eq $((2 * mb)) ] ||
+  { echo "FAIL: the dry runs plan all_to_all bytes $pf and $pb, pipeline messages of $mf and $mb bytes"; exit 1; }
+echo "ok: the dry run plans $pf all_to_all bytes in fp32, $pb in bf16; pipeline messages of $mf and $mb bytes"
 "$train" "${common[@]}" --mesh data=1 --steps 3 --precision bf16 --ckpt-dir "$dir/one" > /dev/null
 "$@" -n 2 "$train" "${common[@]}" --steps 3 --zero 1 --precision bf16 --ckpt-dir "$dir/zero1" > /dev/null
 "$compare" "$dir/one/ckpt_000003.h5" "$dir/zero1/ckpt_000003.h5" params/ 1e-4

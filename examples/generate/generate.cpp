@@ -269,8 +269,9 @@ int run(int argc, char** argv) {
   nn::Transformer& model = *model_owned;
   runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
   // Collective under bf16: every rank multiplies the same way. Nothing is reduced here.
-  const PrecisionPolicy policy = runtime::choose_precision(compute, DType::kF32, compute, bf16_matmul, mesh,
-                                                             Bf16Workload::kDecoding);
+  PrecisionPolicy asked;
+  asked.compute = asked.gather = compute;
+  const PrecisionPolicy policy = runtime::choose_precision(asked, bf16_matmul, mesh, Bf16Workload::kDecoding);
   // The matrices (norms' weights and biases never enter a matmul), converted once for the
   // whole decode: they do not change from here on.
   std::vector<Tensor> matrices;

@@ -119,6 +119,10 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("gather-dtype", "dtype ZeRO-3 / FSDP parameter all-gathers carry: auto (the compute dtype), fp32, bf16, or "
        "int8 (block-scaled; every rank computes with the same int8-rounded weights, the fp32 shards stay exact)",
        cxxopts::value<std::string>()->default_value(r.gather_dtype))
+      ("activation-dtype", "dtype activations and their gradients carry between model-parallel ranks (tensor and "
+       "sequence parallelism's all_reduces, all_gathers and reduce_scatters, pipeline messages, expert all_to_alls): "
+       "auto (the compute dtype), fp32 or bf16. Sums are taken in fp32; fp32 under --precision bf16 keeps these "
+       "messages exact at twice the bytes (docs/mixed_precision.md)", cxxopts::value<std::string>()->default_value(r.activation_dtype))
       ("bf16-matmul", "how bf16 matmuls run: auto (oneDNN's bf16 kernels where this CPU has them and they measure "
        "faster than fp32, else fp32 kernels on bf16-rounded operands), native or rounded; the environment variable "
        "SHARDLAB_BF16_MATMUL overrides it", cxxopts::value<std::string>()->default_value(r.bf16_matmul));
@@ -263,6 +267,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.precision = p["precision"].as<std::string>();
   r.reduce_dtype = p["reduce-dtype"].as<std::string>();
   r.gather_dtype = p["gather-dtype"].as<std::string>();
+  r.activation_dtype = p["activation-dtype"].as<std::string>();
   r.bf16_matmul = p["bf16-matmul"].as<std::string>();
   r.eval_every = p["eval-every"].as<int64_t>();
   r.eval_batches = p["eval-batches"].as<int64_t>();

@@ -23,6 +23,7 @@ struct CollectiveHandle::State {
   Clock::time_point held_until;       // native in delay mode: when the emulated links finish it
   std::unique_ptr<ScheduleRun> run;   // ring / bidir
   std::vector<MPI_Request> requests;  // native
+  std::function<void()> finish;       // once the messages are done: an encoded recv decodes
   bool done = false;
 };
 
@@ -105,6 +106,7 @@ bool progress(CollectiveHandle::State& s, bool block) {
       if (!finished || (links.mode() == LinkMode::kDelay && Clock::now() < s.held_until)) return false;
     }
   }
+  if (s.finish) s.finish();
   s.record.end = seconds_of(Clock::now());
   s.record.emulated = links.mode() == LinkMode::kOff ? 0 : emulated;
   context.trace.record(s.record);
@@ -125,6 +127,7 @@ struct Plan {
   std::function<void()> native;
   std::function<void(std::vector<MPI_Request>&)> native_async;
   std::function<Schedule()> schedule;
+  std::function<void()> finish = nullptr;  // after the messages (State::finish)
 };
 
 void run(const Plan& p);
@@ -135,6 +138,7 @@ CollectiveHandle start(const Plan& p) {
     return CollectiveHandle();
   }
   auto s = begin(p.launch);
+  s->finish = p.finish;
   if (p.launch.algorithm == Algorithm::kNative) {
     p.native_async(s->requests);
   } else {
@@ -281,24 +285,34 @@ std::optional<Plan> plan_all_reduce(const AxisGroup& g, std::span<float> buffer,
               [=, &g] { return ring_all_reduce(g, buffer, op, l.algorithm == Algorithm::kBidir, wire, feedback); }};
 }
 
-std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
+// The messages that are not sums (all_to_all, ppermute, send/recv) carry fp32 or bf16:
+// an int8 block would be re-encoded from another start where a ring relays part of a message.
+void check_copy_wire(const AxisGroup& g, CollectiveOp op, DType wire) {
+  if (wire == DType::kInt8) size_error(g, op, "carries fp32 or bf16, not int8 (block-scaled int8 is for sums and gathers)");
+}
+
+std::optional<Plan> plan_all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a,
+                                    DType wire) {
+  check_copy_wire(g, CollectiveOp::kAllToAll, wire);
   if (prepare(g, CollectiveOp::kAllToAll, in, out)) return std::nullopt;
   const int n = mpi_count(in.size() / g.size());
-  const Launch l = launch(g, CollectiveOp::kAllToAll, in.size() * kBytesPerFloat, a);
+  const Launch l = wire_launch(g, CollectiveOp::kAllToAll, static_cast<int64_t>(in.size()), a, wire);
   return Plan{l,
               [=, &g] { SL_MPI(MPI_Alltoall(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm())); },
               [=, &g](std::vector<MPI_Request>& r) {
                 SL_MPI(MPI_Ialltoall(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, g.comm(), &r.emplace_back()));
               },
-              [=, &g] { return ring_all_to_all(g, in, out, l.algorithm == Algorithm::kBidir); }};
+              [=, &g] { return ring_all_to_all(g, in, out, l.algorithm == Algorithm::kBidir, wire); }};
 }
 
 std::optional<Plan> plan_ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift,
-                                  Algorithm a) {
+                                  Algorithm a, DType wire) {
   const Axis& axis = single_axis_of(g, CollectiveOp::kPermute);
+  check_copy_wire(g, CollectiveOp::kPermute, wire);
   if (prepare(g, CollectiveOp::kPermute, in, out)) return std::nullopt;
   const int n = mpi_count(in.size());
-  const Launch l = launch(g, CollectiveOp::kPermute, in.size() * kBytesPerFloat, a, shift);
+  Launch l = wire_launch(g, CollectiveOp::kPermute, static_cast<int64_t>(in.size()), a, wire);
+  l.shift = shift;
   // Native sends straight to the target rank and lets MPI route it.
   const int to = axis.shifted(shift), from = axis.shifted(-shift), tag = take_collective_tag(g, axis);
   return Plan{l,
@@ -310,27 +324,39 @@ std::optional<Plan> plan_ppermute(const AxisGroup& g, std::span<const float> in,
                 SL_MPI(MPI_Irecv(out.data(), n, MPI_FLOAT, from, tag, axis.comm.get(), &r.emplace_back()));
                 SL_MPI(MPI_Isend(in.data(), n, MPI_FLOAT, to, tag, axis.comm.get(), &r.emplace_back()));
               },
-              [=, &g] { return ring_ppermute(g, in, out, shift, l.algorithm == Algorithm::kBidir); }};
+              [=, &g] { return ring_ppermute(g, in, out, shift, l.algorithm == Algorithm::kBidir, wire); }};
 }
 
-// Point-to-point: always direct MPI on the axis communicator.
-Plan plan_point_to_point(const AxisGroup& g, CollectiveOp op, std::span<float> buffer, int coord, int tag) {
+// Point-to-point: always direct MPI on the axis communicator. An encoded wire sends the
+// message encoded from a buffer the collective owns, and decodes a recv once it is in.
+Plan plan_point_to_point(const AxisGroup& g, CollectiveOp op, std::span<float> buffer, int coord, int tag, DType wire) {
   check_peer(g, op, coord, tag);
-  const int n = mpi_count(buffer.size());
+  check_copy_wire(g, op, wire);
   const MPI_Comm comm = g.single_axis().comm.get();
-  const Launch l{g, op, Algorithm::kNative, static_cast<int64_t>(buffer.size()) * kBytesPerFloat};
-  if (op == CollectiveOp::kSend) {
-    return Plan{l, [=] { SL_MPI(MPI_Send(buffer.data(), n, MPI_FLOAT, coord, tag, comm)); },
-                [=](std::vector<MPI_Request>& r) {
-                  SL_MPI(MPI_Isend(buffer.data(), n, MPI_FLOAT, coord, tag, comm, &r.emplace_back()));
-                },
-                nullptr};
+  const int64_t elements = static_cast<int64_t>(buffer.size());
+  const Launch l{g, op, Algorithm::kNative, wire_bytes(wire, elements)};
+  void* data = buffer.data();
+  MPI_Datatype type = MPI_FLOAT;
+  int n = mpi_count(buffer.size());
+  std::function<void()> finish;
+  if (wire != DType::kF32) {
+    auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(l.bytes));
+    if (op == CollectiveOp::kSend) encode(wire, buffer.data(), elements, bytes->data());
+    data = bytes->data();
+    type = MPI_BYTE;
+    n = mpi_count(bytes->size());
+    finish = [op, wire, bytes, buffer] {  // holds the encoded message until it has travelled
+      if (op == CollectiveOp::kRecv) decode(wire, bytes->data(), static_cast<int64_t>(buffer.size()), buffer.data());
+    };
   }
-  return Plan{l, [=] { SL_MPI(MPI_Recv(buffer.data(), n, MPI_FLOAT, coord, tag, comm, MPI_STATUS_IGNORE)); },
-              [=](std::vector<MPI_Request>& r) {
-                SL_MPI(MPI_Irecv(buffer.data(), n, MPI_FLOAT, coord, tag, comm, &r.emplace_back()));
-              },
-              nullptr};
+  if (op == CollectiveOp::kSend) {
+    return Plan{l, [=] { SL_MPI(MPI_Send(data, n, type, coord, tag, comm)); },
+                [=](std::vector<MPI_Request>& r) { SL_MPI(MPI_Isend(data, n, type, coord, tag, comm, &r.emplace_back())); },
+                nullptr, finish};
+  }
+  return Plan{l, [=] { SL_MPI(MPI_Recv(data, n, type, coord, tag, comm, MPI_STATUS_IGNORE)); },
+              [=](std::vector<MPI_Request>& r) { SL_MPI(MPI_Irecv(data, n, type, coord, tag, comm, &r.emplace_back())); },
+              nullptr, finish};
 }
 
 // MPI_Send reads a const buffer through a non-const pointer only because MPI's C API
@@ -387,11 +413,11 @@ void all_reduce(const AxisGroup& g, std::span<float> buffer, ReduceOp op, Algori
                 std::span<float> feedback) {
   run_if(plan_all_reduce(g, buffer, op, a, wire, feedback));
 }
-void all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
-  run_if(plan_all_to_all(g, in, out, a));
+void all_to_all(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a, DType wire) {
+  run_if(plan_all_to_all(g, in, out, a, wire));
 }
-void ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift, Algorithm a) {
-  run_if(plan_ppermute(g, in, out, shift, a));
+void ppermute(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift, Algorithm a, DType wire) {
+  run_if(plan_ppermute(g, in, out, shift, a, wire));
 }
 
 CollectiveHandle all_gather_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a,
@@ -438,25 +464,26 @@ CollectiveHandle all_reduce_async(const AxisGroup& g, std::span<float> buffer, R
   const Algorithm algorithm = async_all_reduce_algorithm(g, static_cast<int64_t>(buffer.size_bytes()), a);
   return start_if(plan_all_reduce(g, buffer, op, algorithm, wire, feedback));
 }
-CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a) {
-  return start_if(plan_all_to_all(g, in, out, a));
+CollectiveHandle all_to_all_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, Algorithm a,
+                                  DType wire) {
+  return start_if(plan_all_to_all(g, in, out, a, wire));
 }
 CollectiveHandle ppermute_async(const AxisGroup& g, std::span<const float> in, std::span<float> out, int shift,
-                                Algorithm a) {
-  return start_if(plan_ppermute(g, in, out, shift, a));
+                                Algorithm a, DType wire) {
+  return start_if(plan_ppermute(g, in, out, shift, a, wire));
 }
 
-void send(const AxisGroup& g, std::span<const float> buffer, int to, int tag) {
-  run(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag));
+void send(const AxisGroup& g, std::span<const float> buffer, int to, int tag, DType wire) {
+  run(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag, wire));
 }
-void recv(const AxisGroup& g, std::span<float> buffer, int from, int tag) {
-  run(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag));
+void recv(const AxisGroup& g, std::span<float> buffer, int from, int tag, DType wire) {
+  run(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag, wire));
 }
-CollectiveHandle send_async(const AxisGroup& g, std::span<const float> buffer, int to, int tag) {
-  return start(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag));
+CollectiveHandle send_async(const AxisGroup& g, std::span<const float> buffer, int to, int tag, DType wire) {
+  return start(plan_point_to_point(g, CollectiveOp::kSend, mutable_for_mpi(buffer), to, tag, wire));
 }
-CollectiveHandle recv_async(const AxisGroup& g, std::span<float> buffer, int from, int tag) {
-  return start(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag));
+CollectiveHandle recv_async(const AxisGroup& g, std::span<float> buffer, int from, int tag, DType wire) {
+  return start(plan_point_to_point(g, CollectiveOp::kRecv, buffer, from, tag, wire));
 }
 
 }  // namespace shardlab::parallel

@@ -88,10 +88,17 @@ void all_reduce(const AxisGroup& group, std::span<float> buffer, ReduceOp op = R
 // Residual floats the error feedback of a reduce_scatter (op kReduceScatter, `elements`
 // the input's size) or all_reduce (kAllReduce) on `group` needs.
 int64_t error_feedback_floats(const AxisGroup& group, CollectiveOp op, int64_t elements);
+// The collectives that move values without summing them (all_to_all, ppermute, send and
+// recv) take a wire too, fp32 or bf16 (int8 is refused): on bf16 each value arrives as
+// its bf16 rounding, and a value that stays on its rank (all_to_all's own block, a
+// ppermute by a multiple of the axis size) is rounded alike, so the result is the fp32
+// collective's on bf16-rounded inputs wherever a value ends up (activations between
+// model-parallel ranks under --precision bf16, docs/mixed_precision.md). all_to_all and
+// ppermute on an encoded wire run as ring or bidir; send and recv stay point-to-point.
 void all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                Algorithm algorithm = Algorithm::kAuto);
+                Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 void ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
-              Algorithm algorithm = Algorithm::kAuto);
+              Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 
 CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
                                   Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
@@ -102,9 +109,9 @@ CollectiveHandle all_reduce_async(const AxisGroup& group, std::span<float> buffe
                                   Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32,
                                   std::span<float> feedback = {});
 CollectiveHandle all_to_all_async(const AxisGroup& group, std::span<const float> in, std::span<float> out,
-                                  Algorithm algorithm = Algorithm::kAuto);
+                                  Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 CollectiveHandle ppermute_async(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift,
-                                Algorithm algorithm = Algorithm::kAuto);
+                                Algorithm algorithm = Algorithm::kAuto, DType wire = DType::kF32);
 
 // all_gather of bf16 values (parameters gathered in a bf16 precision policy): half the
 // bytes of fp32 on every link. The values travel bit for bit, two to a float, so `in`
@@ -115,11 +122,15 @@ CollectiveHandle all_gather_async(const AxisGroup& group, std::span<const Bf16> 
                                   Algorithm algorithm = Algorithm::kAuto);
 
 // Point-to-point on one axis; `tag` tells apart several messages in flight between the
-// same pair (0 <= tag < kFirstScheduleTag).
-void send(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0);
-void recv(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0);
-CollectiveHandle send_async(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0);
-CollectiveHandle recv_async(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0);
+// same pair (0 <= tag < kFirstScheduleTag). `wire` as for all_to_all: both ends must
+// agree; send encodes at once (the buffer is free to change after the call), recv's
+// buffer holds the decoded values once the handle completes.
+void send(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0, DType wire = DType::kF32);
+void recv(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0, DType wire = DType::kF32);
+CollectiveHandle send_async(const AxisGroup& axis, std::span<const float> buffer, int to_coord, int tag = 0,
+                            DType wire = DType::kF32);
+CollectiveHandle recv_async(const AxisGroup& axis, std::span<float> buffer, int from_coord, int tag = 0,
+                            DType wire = DType::kF32);
 
 // The algorithm `auto` resolves to for this collective on this group.
 Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested);

@@ -21,29 +21,29 @@ void check_dim0(const AxisGroup& g, const Tensor& x, const char* op) {
   }
 }
 
-Tensor gather(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire = DType::kF32) {
+Tensor gather(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   Tensor y = Tensor::empty(with_dim0(x.shape(), x.dim(0) * g.size()));
   all_gather(g, x.span(), y.span(), a, wire);
   return y;
 }
 
-Tensor scatter(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor scatter(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   check_dim0(g, x, "reduce_scatter");
   Tensor y = Tensor::empty(with_dim0(x.shape(), x.dim(0) / g.size()));
-  reduce_scatter(g, x.span(), y.span(), a);
+  reduce_scatter(g, x.span(), y.span(), a, wire);
   return y;
 }
 
-Tensor reduce(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor reduce(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   Tensor y = x.clone();
-  all_reduce(g, y.span(), ReduceOp::kSum, a);
+  all_reduce(g, y.span(), ReduceOp::kSum, a, wire);
   return y;
 }
 
-Tensor exchange(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor exchange(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   check_dim0(g, x, "all_to_all");
   Tensor y = Tensor::empty(x.shape());
-  all_to_all(g, x.span(), y.span(), a);
+  all_to_all(g, x.span(), y.span(), a, wire);
   return y;
 }
 
@@ -52,31 +52,31 @@ Tensor exchange(const AxisGroup& g, const Tensor& x, Algorithm a) {
 Tensor gather_from_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: all_gather; backward: reduce_scatter over the group
   return record(gather(g, x, a, wire), "all_gather(" + g.name() + ")", {x},
-                [&g, a](const Tensor& gy) { return std::vector<Tensor>{scatter(g, gy, a)}; });
+                [&g, a, wire](const Tensor& gy) { return std::vector<Tensor>{scatter(g, gy, a, wire)}; });
 }
 
-Tensor scatter_to_group(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor scatter_to_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: reduce_scatter; backward: all_gather over the group
-  return record(scatter(g, x, a), "reduce_scatter(" + g.name() + ")", {x},
-                [&g, a](const Tensor& gy) { return std::vector<Tensor>{gather(g, gy, a)}; });
+  return record(scatter(g, x, a, wire), "reduce_scatter(" + g.name() + ")", {x},
+                [&g, a, wire](const Tensor& gy) { return std::vector<Tensor>{gather(g, gy, a, wire)}; });
 }
 
-Tensor reduce_from_group(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor reduce_from_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: all_reduce (sum); backward: identity over the group (Megatron g)
-  return record(reduce(g, x, a), "all_reduce(" + g.name() + ")", {x},
+  return record(reduce(g, x, a, wire), "all_reduce(" + g.name() + ")", {x},
                 [](const Tensor& gy) { return std::vector<Tensor>{gy}; });
 }
 
-Tensor copy_to_group(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor copy_to_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: identity; backward: all_reduce (sum) over the group (Megatron f)
   return record(x.detach(), "copy_to(" + g.name() + ")", {x},
-                [&g, a](const Tensor& gy) { return std::vector<Tensor>{reduce(g, gy, a)}; });
+                [&g, a, wire](const Tensor& gy) { return std::vector<Tensor>{reduce(g, gy, a, wire)}; });
 }
 
-Tensor exchange_in_group(const AxisGroup& g, const Tensor& x, Algorithm a) {
+Tensor exchange_in_group(const AxisGroup& g, const Tensor& x, Algorithm a, DType wire) {
   // forward: all_to_all; backward: all_to_all over the group (it is its own inverse)
-  return record(exchange(g, x, a), "all_to_all(" + g.name() + ")", {x},
-                [&g, a](const Tensor& gy) { return std::vector<Tensor>{exchange(g, gy, a)}; });
+  return record(exchange(g, x, a, wire), "all_to_all(" + g.name() + ")", {x},
+                [&g, a, wire](const Tensor& gy) { return std::vector<Tensor>{exchange(g, gy, a, wire)}; });
 }
 
 Tensor send_to(const AxisGroup& axis, const Tensor& x, int to) {

@@ -20,18 +20,25 @@
 
 namespace shardlab::parallel {
 
+// `wire` (collectives.h): what the collective carries, forward and backward alike -- fp32,
+// or bf16 (activations and their gradients under --precision bf16): messages rounded to
+// bf16, every sum taken in fp32.
+//
 // [d0, ...] -> [G*d0, ...], rank i's block i.
-// `wire`: what the forward all_gather carries (collectives.h); its backward stays fp32.
 Tensor gather_from_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
                          DType wire = DType::kF32);
 // [G*d, ...] -> [d, ...], the sum over ranks of block `rank`.
-Tensor scatter_to_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
+Tensor scatter_to_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
+                        DType wire = DType::kF32);
 // Sum over ranks (Megatron g).
-Tensor reduce_from_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
+Tensor reduce_from_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
+                         DType wire = DType::kF32);
 // Identity (Megatron f).
-Tensor copy_to_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
+Tensor copy_to_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
+                     DType wire = DType::kF32);
 // [G*d, ...] -> [G*d, ...]: block j goes to rank j, block i of the result came from rank i.
-Tensor exchange_in_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto);
+Tensor exchange_in_group(const AxisGroup& group, const Tensor& x, Algorithm algorithm = Algorithm::kAuto,
+                         DType wire = DType::kF32);
 // Sends x to coordinate `to` of the axis; returns a one-element token whose backward
 // receives x's gradient from `to`.
 Tensor send_to(const AxisGroup& axis, const Tensor& x, int to);

@@ -182,6 +182,7 @@ void append_all_to_all(Schedule& s, const AxisGroup& group, const Axis& axis, co
   for (const Way& w : ways) steps = std::max(steps, w.max_hops);
   const size_t first = add_steps(s, axis, steps);
   s.steps[first].pre_copies.push_back({out + r * m, in + r * m, m});
+  if (s.wire != DType::kF32) s.steps[first].roundings.push_back({out + r * m, m});  // as if it had travelled
   const int tag = take_collective_tag(group, axis);
   for (size_t wi = 0; wi < ways.size(); ++wi) {
     const Way& w = ways[wi];
@@ -290,8 +291,10 @@ Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, Reduce
   return s;
 }
 
-Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir) {
+Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                         DType wire) {
   Schedule s(group.context().scratch);
+  s.wire = wire;
   const std::vector<const Axis*>& axes = group.axes();
   const int64_t total = static_cast<int64_t>(in.size());
   const float* current = in.data();
@@ -326,14 +329,16 @@ Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std:
 }
 
 Schedule ring_ppermute(const AxisGroup& group, std::span<const float> in, std::span<float> out, int shift,
-                       bool bidir) {
+                       bool bidir, DType wire) {
   const Axis& axis = group.single_axis();
   const int n = axis.size, forward = ((shift % n) + n) % n;
   const int64_t m = static_cast<int64_t>(in.size());
   Schedule s(group.context().scratch);
+  s.wire = wire;
   if (forward == 0) {
     add_steps(s, axis, 1);
     s.steps[0].pre_copies.push_back({out.data(), in.data(), m});
+    if (wire != DType::kF32) s.steps[0].roundings.push_back({out.data(), m});  // as if it had travelled
     return s;
   }
   struct Way {

@@ -54,7 +54,10 @@ Schedule ring_all_reduce(const AxisGroup& group, std::span<float> buffer, Reduce
 // Residual floats a reduce_scatter or all_reduce of `elements` (the input's size) needs
 // for error feedback on `group`: one region per axis of size > 1.
 int64_t feedback_floats(const AxisGroup& group, CollectiveOp op, int64_t elements);
-Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir);
-Schedule ring_ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift, bool bidir);
+// On a bf16 wire the values that stay on this rank are rounded as the travelling ones are.
+Schedule ring_all_to_all(const AxisGroup& group, std::span<const float> in, std::span<float> out, bool bidir,
+                         DType wire = DType::kF32);
+Schedule ring_ppermute(const AxisGroup& axis, std::span<const float> in, std::span<float> out, int shift, bool bidir,
+                       DType wire = DType::kF32);
 
 }  // namespace shardlab::parallel

@@ -2,20 +2,22 @@
 
 #include "framework/error.h"
 #include "framework/ops.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/diff_collectives.h"
 
 namespace shardlab::parallel {
 namespace {
 
 // The dispatch buffer [E, n, D] to its experts' ranks and the outputs back (header comment).
-Tensor exchange_over(const AxisGroup& expert, const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
+Tensor exchange_over(const AxisGroup& expert, const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run,
+                     DType wire) {
   const int64_t ep = expert.size(), E = buffer.dim(0), n = buffer.dim(1), D = buffer.dim(2), G = E / ep;
   // Rows of the experts of rank j are block j of [E*n, D]: block i of what arrives came from rank i.
-  Tensor received = exchange_in_group(expert, ops::reshape(buffer, {E * n, D}));  // [ep, G, n, D]
+  Tensor received = exchange_in_group(expert, ops::reshape(buffer, {E * n, D}), Algorithm::kAuto, wire);  // [ep, G, n, D]
   Tensor mine = ops::reshape(ops::transpose(ops::reshape(received, {ep, G, n * D}), 0, 1), {G, ep * n, D});
   Tensor out = run(mine);
   Tensor back = ops::transpose(ops::reshape(out, {G, ep, n * D}), 0, 1);  // [ep, G, n*D]: block j back to rank j
-  return ops::reshape(exchange_in_group(expert, ops::reshape(back, {E * n, D})), {E, n, D});
+  return ops::reshape(exchange_in_group(expert, ops::reshape(back, {E * n, D}), Algorithm::kAuto, wire), {E, n, D});
 }
 
 }  // namespace
@@ -42,7 +44,8 @@ ExpertParallel::ExpertParallel(nn::Transformer& model, const AxisGroup& expert)
 
 std::set<std::string> ExpertParallel::expert_parameters() const { return names_; }
 
-std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed) {
+std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed,
+                                                      DType wire) {
   SL_ASSERT(model.config.experts % expert.size() == 0, "Layout::validate checks that the expert axis divides E");
   auto result = std::make_unique<ExpertParallel>(model, expert);
   const auto shards = expert_shards(model, expert.size(), expert.rank());
@@ -52,8 +55,9 @@ std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, co
   }
   for (auto& block : model.blocks) {
     if (!block->moe) continue;
-    block->moe->expert_parallel.exchange = [&expert](const Tensor& buffer, const std::function<Tensor(const Tensor&)>& run) {
-      return exchange_over(expert, buffer, run);
+    block->moe->expert_parallel.exchange = [&expert, wire](const Tensor& buffer,
+                                                           const std::function<Tensor(const Tensor&)>& run) {
+      return exchange_over(expert, buffer, run, wire);
     };
     if (model.config.capacity_factor == 0.0f) {  // dropless: one buffer shape for the group
       block->moe->expert_parallel.agree_capacity = [&expert](int64_t needed) {
@@ -66,14 +70,15 @@ std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, co
   return result;
 }
 
-int64_t expert_all_to_all_bytes(const nn::ModelConfig& c, int64_t rows, int64_t seq_len) {
-  return c.experts * rows * nn::expert_capacity(c, seq_len) * c.d_model * kBytesPerFloat;
+int64_t expert_all_to_all_bytes(const nn::ModelConfig& c, int64_t rows, int64_t seq_len, DType wire) {
+  return wire_bytes(wire, c.experts * rows * nn::expert_capacity(c, seq_len) * c.d_model);
 }
 
 void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& c,
-                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches) {
+                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches,
+                               DType wire) {
   if (!mesh.splits(kExpertAxis) || c.experts == 0) return;
-  const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len);
+  const int64_t bytes = expert_all_to_all_bytes(c, rows, seq_len, wire);
   const auto add = [&](const std::string& what) { add_planned(plan, mesh, {kExpertAxis, CollectiveOp::kAllToAll, bytes, what}); };
   const bool dropless = c.capacity_factor == 0.0f;
   const auto forward = [&](const std::string& b) {

@@ -13,7 +13,9 @@
 //   combine   all_to_all back, then each token's gated sum over its kept choices
 //   backward  the same two all_to_alls in reverse order (exchange_in_group's backward)
 //
-// so each all_to_all moves E*S*C*D floats per rank, (ep-1)/ep of them to other ranks.
+// so each all_to_all moves E*S*C*D values per rank, (ep-1)/ep of them to other ranks, in
+// the activation dtype (fp32, or bf16 under --precision bf16: each value arrives rounded
+// to bf16; the experts' bf16 matmuls read the dispatched tokens as they would anyway).
 // The buffers are capacity-padded: their size depends on S, C and D only, never on the
 // routing, so every rank sends and expects the same sizes however unbalanced the router
 // is -- no count exchange, no hang. Dropless mode (capacity factor 0) sets C per layer
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "framework/nn/transformer.h"
+#include "framework/precision.h"
 #include "parallel/comm/step_plan.h"
 #include "parallel/model_shards.h"
 
@@ -56,13 +59,16 @@ class ExpertParallel : public AxisShards {
 
 // Shards the experts of `model` over `expert` in place (deferred ones filled from `seed`
 // at their global indices, so every layout starts from the same model) and installs
-// each MoE layer's exchange hook. Layout::validate has checked that ep divides E.
-std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed);
+// each MoE layer's exchange hook, whose all_to_alls carry `wire` (fp32 or bf16, both ways).
+// Layout::validate has checked that ep divides E.
+std::unique_ptr<ExpertParallel> apply_expert_parallel(nn::Transformer& model, const AxisGroup& expert, uint64_t seed,
+                                                      DType wire = DType::kF32);
 
 // Bytes one rank sends through one all_to_all of one MoE layer: the dispatch buffer of
-// `rows` sequences of `seq_len` tokens, E*S*C*D floats (the part that stays local
-// included). Dropless: the most it can be (C = T); a step moves what its routing needs.
-int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int64_t seq_len);
+// `rows` sequences of `seq_len` tokens, E*S*C*D values in `wire` (the part that stays
+// local included). Dropless: the most it can be (C = T); a step moves what its routing needs.
+int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int64_t seq_len,
+                                DType wire = DType::kF32);
 
 // Appends the all_to_alls those hooks issue on the expert axis in one training step of
 // `microbatches` microbatches of `rows` sequences through the MoE blocks `layers` (those
@@ -72,6 +78,7 @@ int64_t expert_all_to_all_bytes(const nn::ModelConfig& config, int64_t rows, int
 // where remat recomputes it, and the backward pair. (A pipeline schedule interleaves the
 // microbatches' passes; every rank of an expert group runs the same schedule.)
 void plan_expert_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::ModelConfig& config,
-                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches);
+                               const std::vector<int64_t>& layers, int64_t rows, int64_t seq_len, int microbatches,
+                               DType wire = DType::kF32);
 
 }  // namespace shardlab::parallel

@@ -10,6 +10,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/ring_algorithms.h"
 #include "parallel/cost/model/transformer.h"
@@ -208,7 +209,8 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
     switch (a.kind) {
       case ActionKind::kRecvActivation:
         state.input = Tensor::empty(activation);
-        recv(pipe_, state.input.span(), schedule_.rank_of(a.stage - 1), message_tag(false, a.microbatch, a.stage, S));
+        recv(pipe_, state.input.span(), schedule_.rank_of(a.stage - 1), message_tag(false, a.microbatch, a.stage, S),
+             config_.wire);
         state.input.set_requires_grad(true);
         break;
       case ActionKind::kForward:
@@ -218,12 +220,13 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
       case ActionKind::kSendActivation: {
         const Tensor out = state.output.detach();
         sends.emplace_back(out, send_async(pipe_, out.span(), schedule_.rank_of(a.stage + 1),
-                                           message_tag(false, a.microbatch, a.stage + 1, S)));
+                                           message_tag(false, a.microbatch, a.stage + 1, S), config_.wire));
         break;
       }
       case ActionKind::kRecvGradient:
         state.output_grad = Tensor::empty(activation);
-        recv(pipe_, state.output_grad.span(), schedule_.rank_of(a.stage + 1), message_tag(true, a.microbatch, a.stage, S));
+        recv(pipe_, state.output_grad.span(), schedule_.rank_of(a.stage + 1), message_tag(true, a.microbatch, a.stage, S),
+             config_.wire);
         break;
       case ActionKind::kBackward:
       case ActionKind::kBackwardInput: {
@@ -240,7 +243,7 @@ double PipelineParallel::forward_backward(const data::Batch& batch, CommTrace* t
       case ActionKind::kSendGradient: {
         const Tensor g = state.input.grad();
         sends.emplace_back(g, send_async(pipe_, g.span(), schedule_.rank_of(a.stage - 1),
-                                         message_tag(true, a.microbatch, a.stage - 1, S)));
+                                         message_tag(true, a.microbatch, a.stage - 1, S), config_.wire));
         state.input = Tensor();
         break;
       }
@@ -277,6 +280,10 @@ void PipelineParallel::sync_tied_embedding() {
 
 Shape PipelineParallel::message_shape(int64_t rows, int64_t seq_len) const {
   return {rows / config_.microbatches / config_.sequence_split, seq_len, model_.config.d_model};
+}
+
+int64_t PipelineParallel::message_bytes(int64_t rows, int64_t seq_len) const {
+  return wire_bytes(config_.wire, numel_of(message_shape(rows, seq_len)));
 }
 
 std::string PipelineParallel::describe() const {

@@ -9,8 +9,8 @@
 //
 // A step runs the schedule (schedule.h) as it is written: each microbatch's activations
 // [rows, T, D] travel forward and their gradients backward by send/recv on the pipe
-// axis as [rows, T, D] (through the collectives layer, so link emulation, the trace and the watchdog see
-// them). The microbatches are gradient accumulation's: --grad-accum m is the pipeline's m.
+// axis as [rows, T, D] in PipelineConfig::wire (through the collectives layer, so link
+// emulation, the trace and the watchdog see them). The microbatches are gradient accumulation's: --grad-accum m is the pipeline's m.
 //
 // GPT's tied embedding lives on the first and the last stage; after the schedule their
 // two gradients are exchanged and summed, so the tie holds exactly (Megatron's embedding
@@ -26,6 +26,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/nn/transformer.h"
+#include "framework/precision.h"
 #include "parallel/comm/comm_trace.h"
 #include "parallel/comm/mesh.h"
 #include "parallel/comm/step_plan.h"
@@ -42,6 +43,10 @@ struct PipelineConfig {
   // Set by parallelize() under sequence parallelism: the tensor axis's size, over which
   // each activation passed between stages is split by sequences.
   int sequence_split = 1;
+  // Set by parallelize() from the precision policy (--activation-dtype): what the
+  // activations and their gradients carry between stages, fp32 or bf16 (half the bytes;
+  // each value arrives rounded to bf16). The tied embedding's gradient stays fp32.
+  DType wire = DType::kF32;
 };
 
 // The first block of each stage and, last, n_layers: stage s runs blocks
@@ -73,8 +78,10 @@ class PipelineParallel {
   const PipelineSchedule& schedule() const { return schedule_; }
   // What a stage sends the next (an activation, or back its gradient) for one microbatch
   // of a data rank's `rows` sequences of `seq_len` tokens: under sequence parallelism,
-  // this rank's sequences of it.
+  // this rank's sequences of it; and the bytes that travel for it (in PipelineConfig::wire).
   Shape message_shape(int64_t rows, int64_t seq_len) const;
+  int64_t message_bytes(int64_t rows, int64_t seq_len) const;
+  DType wire() const { return config_.wire; }
   const std::vector<int64_t>& boundaries() const { return first_block_; }
   std::shared_ptr<const ModelShards> shards() const { return shards_; }
   std::string describe() const;

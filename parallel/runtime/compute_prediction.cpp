@@ -86,8 +86,7 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   const double sharing = probe ? probe->core_sharing : 1.0;
   const double unit = busy / (3.0 * schedule.microbatches) / sharing;
   const int64_t rows = run.batch / (layout.data * layout.fsdp * layout.expert);  // one data rank's
-  const int64_t bytes =
-      numel_of(pipeline->message_shape(rows, run.sequence_length())) * static_cast<int64_t>(sizeof(float));
+  const int64_t bytes = pipeline->message_bytes(rows, run.sequence_length());
   const double message = mesh.context().links.hop_seconds(mesh.axis_info(parallel::kPipeAxis).index, bytes);
   return std::max(busy, parallel::check(schedule, message / unit).makespan * unit);
 }

@@ -51,11 +51,16 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
               mesh.size());
   std::printf("%s", parallel::format_plan(mesh, plan).c_str());
   if (pipelined) {
+    const parallel::ParallelConfig config = run.parallel();
+    const int64_t message = parallel::pipeline_message_bytes(
+        run.model, mesh, config, {.batch = run.batch, .seq_len = run.sequence_length(), .microbatches = run.grad_accum});
     std::printf("pipeline %s over pipe=%d, %d microbatches: every send meets its receive, no deadlock; bubble %.1f%% "
-                "(the book's closed form %.1f%%), at most %d microbatches in flight on a rank\n",
+                "(the book's closed form %.1f%%), at most %d microbatches in flight on a rank; each activation and "
+                "gradient message %lld bytes (%s)\n",
                 parallel::to_string(pp.schedule).c_str(), schedule->ranks, schedule->microbatches, 100 * check->bubble,
                 100 * parallel::predicted_bubble(pp.schedule, schedule->ranks, pp.virtual_stages, pp.microbatches),
-                *std::max_element(check->peak_in_flight.begin(), check->peak_in_flight.end()));
+                *std::max_element(check->peak_in_flight.begin(), check->peak_in_flight.end()),
+                static_cast<long long>(message), dtype_name(config.precision.activation));
     std::printf("%s", parallel::render_timeline(*schedule, *check).c_str());
   }
   const double comm = parallel::planned_seconds(mesh, plan);

@@ -14,12 +14,9 @@ void check_bf16_matmul_flag(DType compute, const std::string& precision, const s
   }
 }
 
-PrecisionPolicy choose_precision(DType compute, DType reduce, DType gather, const std::string& bf16_matmul,
+PrecisionPolicy choose_precision(const PrecisionPolicy& asked, const std::string& bf16_matmul,
                                  const parallel::Mesh& mesh, Bf16Workload workload) {
-  PrecisionPolicy policy;
-  policy.compute = compute;
-  policy.reduce = reduce;
-  policy.gather = gather;
+  PrecisionPolicy policy = asked;
   if (policy.compute != DType::kBF16) return policy;
   const Bf16MatmulChoice mine = select_bf16_matmul(bf16_matmul, workload);
   float rounded = mine.path == Bf16Matmul::kRounded ? 1.0f : 0.0f;
@@ -32,8 +29,7 @@ PrecisionPolicy choose_precision(DType compute, DType reduce, DType gather, cons
 }
 
 PrecisionPolicy choose_precision(const RunConfig& run, const parallel::Mesh& mesh) {
-  const PrecisionPolicy asked = run.parallel().precision;  // the dtypes of --precision and --reduce-dtype
-  return choose_precision(asked.compute, asked.reduce, asked.gather, run.bf16_matmul, mesh);
+  return choose_precision(run.parallel().precision, run.bf16_matmul, mesh);  // the dtypes of the flags
 }
 
 }  // namespace shardlab::runtime

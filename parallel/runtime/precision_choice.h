@@ -19,8 +19,8 @@ void check_bf16_matmul_flag(DType compute, const std::string& precision, const s
 
 // Collective over the whole mesh when `compute` is bf16 (each rank measures its CPU).
 // `workload`: what `auto` measures (training's GEMMs, or decoding's weight streaming).
-// `reduce` and `gather` are the wire dtypes of gradient reductions and ZeRO-3 gathers.
-PrecisionPolicy choose_precision(DType compute, DType reduce, DType gather, const std::string& bf16_matmul,
+// `asked`: the dtypes (compute and the wires); the result adds the bf16 matmul path.
+PrecisionPolicy choose_precision(const PrecisionPolicy& asked, const std::string& bf16_matmul,
                                  const parallel::Mesh& mesh, Bf16Workload workload = Bf16Workload::kTraining);
 // The same for a validated training run.
 PrecisionPolicy choose_precision(const RunConfig& run, const parallel::Mesh& mesh);

@@ -53,6 +53,11 @@ void RunConfig::validate() const {
                       "dtype (" + precision + "). Use --zero 3, or leave --gather-dtype at auto");
     }
   }
+  if (activation_dtype != "auto" && activation_dtype != "fp32" && activation_dtype != "bf16") {
+    throw UserError("--activation-dtype '" + activation_dtype + "' must be auto (the compute dtype, " + precision +
+                    "), fp32 or bf16: activations travel between model-parallel ranks in fp32 or bf16 (int8 is for "
+                    "gradients, --reduce-dtype, and ZeRO-3 gathers, --gather-dtype)");
+  }
   parallel::parse_context_comm(cp_comm);
   check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
@@ -116,6 +121,7 @@ parallel::ParallelConfig RunConfig::parallel() const {
   policy.compute = parse_dtype(precision, "--precision");
   policy.reduce = parse_wire_dtype(reduce_dtype, "--reduce-dtype");
   policy.gather = gather_dtype == "auto" ? policy.compute : parse_wire_dtype(gather_dtype, "--gather-dtype");
+  policy.activation = activation_dtype == "auto" ? policy.compute : parse_dtype(activation_dtype, "--activation-dtype");
   return {.data = data_parallel(),
           .tensor = {.sequence_parallel = sequence_parallel, .overlap = tp_overlap},
           .pipeline = {.schedule = parallel::parse_schedule_kind(pp_schedule),

@@ -41,6 +41,7 @@ struct RunConfig {
   std::string precision = "fp32";     // compute dtype: fp32 or bf16
   std::string reduce_dtype = "fp32";  // dtype gradients are reduced in: fp32, bf16 or int8
   std::string gather_dtype = "auto";  // ZeRO-3 parameter gathers: auto (the compute dtype), fp32, bf16, int8
+  std::string activation_dtype = "auto";  // activations between model-parallel ranks: auto (the compute dtype), fp32, bf16
   std::string bf16_matmul = "auto";   // bf16 matmul kernels: auto (measured), native or rounded
   // evaluation, logging, checkpoints
   int64_t eval_every = 250, eval_batches = 4, eval_problems = 100;

@@ -6,12 +6,13 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops.h"
+#include "framework/ops/wire_format.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/diff_collectives.h"
 
 namespace shardlab::parallel {
 
-Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor& w, const Tensor& b) {
+Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor& w, const Tensor& b, DType wire) {
   const int t = tensor.size(), r = tensor.rank();
   const int64_t D = x.dim(-1), O = w.dim(0), rows = x.numel() / D;
   SL_ASSERT(w.ndim() == 2 && w.dim(1) == D, "all_gather_linear: x " + shape_str(x.shape()) + " with w " +
@@ -26,12 +27,16 @@ Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor&
   {
     NoGradGuard no_grad;
     std::vector<Tensor> chunk{x.detach(), Tensor::empty(x.shape())};
+    if (wire != DType::kF32) {  // this rank's rows as the others receive them, as all_gather rounds them
+      chunk[0] = x.detach().clone();
+      round_to_wire(wire, chunk[0].data(), chunk[0].numel());
+    }
     std::memcpy(gathered.data() + r * rows * D, chunk[0].data(), rows * D * sizeof(float));
     for (int s = 0; s < t; ++s) {
       const int held = ((r - s) % t + t) % t;  // whose rows this rank holds at step s
       const Tensor& cur = chunk[s % 2];
       CollectiveHandle pass;
-      if (s + 1 < t) pass = ppermute_async(tensor, cur.span(), chunk[(s + 1) % 2].span(), 1);
+      if (s + 1 < t) pass = ppermute_async(tensor, cur.span(), chunk[(s + 1) % 2].span(), 1, Algorithm::kAuto, wire);
       const Tensor part = ops::linear(ops::reshape(cur, {rows, D}), w.detach(), b.defined() ? b.detach() : Tensor());
       std::memcpy(y.data() + held * rows * O, part.data(), rows * O * sizeof(float));
       if (s + 1 < t) {
@@ -45,12 +50,12 @@ Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor&
   if (b.defined()) inputs.push_back(b);
   // backward: dX = reduce_scatter(dY · W) over tensor; dW, db from the gathered X
   return record(y, "all_gather_linear(" + tensor.name() + ")", inputs,
-                [&tensor, gathered, w, b, y = y.detach(), x_shape = x.shape()](const Tensor& gy) {
+                [&tensor, gathered, w, b, wire, y = y.detach(), x_shape = x.shape()](const Tensor& gy) {
                   Tensor xg = gathered.detach().set_requires_grad(true);
                   Tensor wd = w.detach().set_requires_grad(true);
                   Tensor bd = b.defined() ? b.detach().set_requires_grad(true) : Tensor();
                   run_backward(ops::linear_with_output(xg, wd, bd, y), gy);
-                  Tensor gx = scatter_to_group(tensor, xg.grad().detach());
+                  Tensor gx = scatter_to_group(tensor, xg.grad().detach(), Algorithm::kAuto, wire);
                   std::vector<Tensor> grads{ops::reshape(gx, x_shape).detach(), wd.grad()};
                   if (bd.defined()) grads.push_back(bd.grad());
                   return grads;

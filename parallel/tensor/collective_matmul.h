@@ -13,6 +13,7 @@
 //   Tensor qkv = all_gather_linear(tp, x_shard, wqkv_shard, bias_shard);  // x_shard [B/t, T, D]
 #pragma once
 
+#include "framework/precision.h"
 #include "framework/tensor.h"
 #include "parallel/comm/mesh.h"
 
@@ -20,6 +21,9 @@ namespace shardlab::parallel {
 
 // x [b, ...rest, D] on each rank (its rows of the dim-0 concatenation over the axis), w
 // [O, D], b [O] or undefined -> [t*b, ...rest, O], equal to ops::linear(gathered x, w, b).
-Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor& w, const Tensor& b);
+// `wire`: what the ppermutes and backward's reduce_scatter carry (collectives.h); on bf16
+// the chunks arrive bf16-rounded, which a bf16 matmul reads as it would the fp32 ones.
+Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor& w, const Tensor& b,
+                         DType wire = DType::kF32);
 
 }  // namespace shardlab::parallel

@@ -127,12 +127,13 @@ struct RegionHooks {
                                       // biases, positions): their gradients in parts, or whole
 };
 
-RegionHooks megatron_hooks(const AxisGroup& tensor) {
+// The stream's collectives carry `wire` (TensorParallelConfig::activation_dtype) both ways.
+RegionHooks megatron_hooks(const AxisGroup& tensor, DType wire) {
   RegionHooks h;
   // forward: identity; backward: all_reduce over tensor (Megatron f)
-  h.enter = [&tensor](const Tensor& x) { return copy_to_group(tensor, x); };
+  h.enter = [&tensor, wire](const Tensor& x) { return copy_to_group(tensor, x, Algorithm::kAuto, wire); };
   // forward: all_reduce over tensor; backward: identity (Megatron g)
-  h.leave = [&tensor](const Tensor& x) { return reduce_from_group(tensor, x); };
+  h.leave = [&tensor, wire](const Tensor& x) { return reduce_from_group(tensor, x, Algorithm::kAuto, wire); };
   h.restart = h.leave;
   return h;
 }
@@ -142,16 +143,17 @@ RegionHooks megatron_hooks(const AxisGroup& tensor) {
 // leaves it. A batch whose B the axis does not divide (an evaluation batch, decoding)
 // runs as plain Megatron instead; the embedding decides, once per forward, for every hook
 // after it (a rematerialised block's recompute sees the same decision).
-RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType activation_dtype) {
-  const RegionHooks plain = megatron_hooks(tensor);
+RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType wire) {
+  const RegionHooks plain = megatron_hooks(tensor, wire);
   RegionHooks h;
-  // forward: all_gather over tensor along dim 0, in the dtype the region's matmuls read
-  // (TensorParallelConfig::activation_dtype); backward: reduce_scatter
-  h.enter = [&tensor, sharded, plain, activation_dtype](const Tensor& x) {
-    return *sharded ? gather_from_group(tensor, x, Algorithm::kAuto, activation_dtype) : plain.enter(x);
+  // forward: all_gather over tensor along dim 0; backward: reduce_scatter
+  h.enter = [&tensor, sharded, plain, wire](const Tensor& x) {
+    return *sharded ? gather_from_group(tensor, x, Algorithm::kAuto, wire) : plain.enter(x);
   };
   // forward: reduce_scatter over tensor along dim 0; backward: all_gather
-  h.leave = [&tensor, sharded, plain](const Tensor& x) { return *sharded ? scatter_to_group(tensor, x) : plain.leave(x); };
+  h.leave = [&tensor, sharded, plain, wire](const Tensor& x) {
+    return *sharded ? scatter_to_group(tensor, x, Algorithm::kAuto, wire) : plain.leave(x);
+  };
   h.restart = [&tensor, sharded, h](const Tensor& x) {
     *sharded = x.dim(0) % tensor.size() == 0;
     return h.leave(x);
@@ -164,12 +166,12 @@ RegionHooks sequence_parallel_hooks(const AxisGroup& tensor, std::shared_ptr<boo
 }
 
 // Sequence parallelism whose all_gathers before wqkv and fc run as collective matmuls.
-RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType activation_dtype) {
-  RegionHooks h = sequence_parallel_hooks(tensor, sharded, activation_dtype);
-  const nn::Module::Hook plain_enter = megatron_hooks(tensor).enter;
+RegionHooks overlapped_hooks(const AxisGroup& tensor, std::shared_ptr<bool> sharded, DType wire) {
+  RegionHooks h = sequence_parallel_hooks(tensor, sharded, wire);
+  const nn::Module::Hook plain_enter = megatron_hooks(tensor, wire).enter;
   h.enter_fused = [sharded, plain_enter](const Tensor& x) { return *sharded ? x : plain_enter(x); };
-  h.gathering_product = [&tensor, sharded](const Tensor& x, const Tensor& w, const Tensor& b) {
-    return *sharded ? all_gather_linear(tensor, x, w, b) : ops::linear(x, w, b);
+  h.gathering_product = [&tensor, sharded, wire](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return *sharded ? all_gather_linear(tensor, x, w, b, wire) : ops::linear(x, w, b);
   };
   return h;
 }
@@ -201,7 +203,7 @@ std::unique_ptr<TensorParallel> apply_tensor_parallel(nn::Transformer& model, co
   const auto sharded = std::make_shared<bool>(false);  // this forward's stream: split or whole
   const RegionHooks h = config.overlap             ? overlapped_hooks(tensor, sharded, config.activation_dtype)
                         : config.sequence_parallel ? sequence_parallel_hooks(tensor, sharded, config.activation_dtype)
-                                                   : megatron_hooks(tensor);
+                                                   : megatron_hooks(tensor, config.activation_dtype);
   for (auto& block : model.blocks) {
     if (c.n_kv_heads < t) {
       SL_ASSERT(!block->attn.wqkv.bias.defined(), "shared kv heads are a LLaMA (bias-free) case");
@@ -275,14 +277,17 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
   const int t = mesh.axis_size(tp);
   const bool sp = config.sequence_parallel && rows % t == 0;
   const bool gpt = c.arch == nn::Arch::Gpt;
-  const int64_t activations = rows * seq_len * c.d_model * kBytesPerFloat, tokens = rows * seq_len;
-  const int64_t D = c.d_model * kBytesPerFloat;
+  const int64_t tokens = rows * seq_len, D = c.d_model * kBytesPerFloat;
+  // The stream's collectives (entering and leaving regions, both ways) carry the activation
+  // dtype; the loss's statistics and the parameter gradients summed here stay fp32.
+  const DType wire = config.activation_dtype;
+  const int64_t activations = wire_bytes(wire, tokens * c.d_model);
   const auto add = [&](CollectiveOp op, int64_t bytes, const std::string& what) {
     add_planned(plan, mesh, {tp, op, bytes, what});
   };
   // Entering a region: f's all_reduce in backward, or all_gather (reduce_scatter in backward).
   const auto enter = [&](bool forward, const std::string& what) {
-    if (sp && forward) add(CollectiveOp::kAllGather, wire_bytes(config.activation_dtype, activations / kBytesPerFloat), what);
+    if (sp && forward) add(CollectiveOp::kAllGather, activations, what);
     else if (sp) add(CollectiveOp::kReduceScatter, activations, what);
     else if (!forward) add(CollectiveOp::kAllReduce, activations, what);
   };
@@ -308,7 +313,7 @@ void plan_tensor_parallel_step(StepPlan& plan, const Mesh& mesh, const nn::Model
   };
   // An MoE block's g sums the experts' padded output buffer [E, rows * C, D] instead.
   const auto mlp_output = [&](int64_t l) {
-    return c.is_moe_layer(l) ? c.experts * rows * nn::expert_capacity(c, seq_len) * D : activations;
+    return c.is_moe_layer(l) ? wire_bytes(wire, c.experts * rows * nn::expert_capacity(c, seq_len) * c.d_model) : activations;
   };
   const auto block_forward = [&](int64_t l) {
     const std::string b = ", block " + std::to_string(l);

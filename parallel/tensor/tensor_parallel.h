@@ -7,7 +7,8 @@
 //              wo row-parallel: all_reduce of the partial x·Wo^T, then the bias (g)
 //   MLP        f; fc (GELU) or gate and up (SwiGLU) column-parallel; fc2 or down
 //              row-parallel, g
-//   => forward: two all_reduces of B*T*D floats per block; backward: two more (the f's)
+//   => forward: two all_reduces of B*T*D values per block; backward: two more (the f's),
+//      in the activation dtype (TensorParallelConfig::activation_dtype)
 //
 //   embedding  vocab-parallel: rank r holds rows [r V/t, (r+1) V/t), ids elsewhere give
 //              zeros, then an all_reduce of B*T*D
@@ -72,11 +73,15 @@ struct TensorParallelConfig {
   // all_gather before attention's wqkv and GPT's MLP fc runs as ppermute steps that
   // overlap the matmul of the chunks already gathered.
   bool overlap = false;
-  // What sequence parallelism's forward all_gathers carry into a region (the inputs of
-  // attention's wqkv, the MLP and the head): every reader there is a matmul, which takes its
-  // operands in the compute dtype, so under bf16 they travel as bf16 -- half the bytes,
-  // rounded exactly as the matmul rounds them, the same results. parallelize() sets it to
-  // the precision policy's compute dtype; backward's reduce_scatters stay fp32.
+  // What the stream's collectives carry, forward and backward (Megatron's f and g, sequence
+  // parallelism's all_gathers and reduce_scatters, the collective matmul's ppermutes): fp32,
+  // or bf16 -- half the bytes, every sum still taken in fp32 (collectives.h). A gather into
+  // a region is read only by matmuls, which round their operands to bf16 under a bf16
+  // policy anyway, so there bf16 changes no result; the sums (g's all_reduce, the
+  // reduce_scatters, f's gradient all_reduce) round their partial sums to bf16 at each ring
+  // hop, as Megatron's bf16 training does. parallelize() sets it to the precision policy's
+  // activation dtype (--activation-dtype; the compute dtype by default). The loss's
+  // statistics and the parameter gradients summed over the axis stay fp32.
   DType activation_dtype = DType::kF32;
 };
 
