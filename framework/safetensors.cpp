@@ -11,6 +11,7 @@
 
 #include "framework/error.h"
 #include "framework/mapped_file.h"
+#include "framework/ops/bf16.h"
 
 namespace shardlab {
 namespace {
@@ -30,8 +31,6 @@ std::string shape_text(const Shape& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-
-float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 float f16_to_float(uint16_t bits) {
   const float sign = (bits & 0x8000) ? -1.0f : 1.0f;
@@ -178,7 +177,7 @@ std::vector<float> SafetensorsFile::read(const std::string& name, const Shape& e
   for (size_t i = 0; i < out.size(); ++i) {
     uint16_t bits = 0;
     std::memcpy(&bits, bytes + 2 * i, 2);
-    out[i] = e.dtype == "BF16" ? bf16_to_float(bits) : f16_to_float(bits);
+    out[i] = e.dtype == "BF16" ? to_float(Bf16{bits}) : f16_to_float(bits);
   }
   return out;
 }

@@ -16,7 +16,7 @@
 namespace shardlab {
 
 // The most rows ops::linear multiplies with matvec (fp32); above it oneDNN's GEMM is as
-// fast or faster (bench: docs/inference.md).
+// fast or faster (measured: docs/performance.md, the decode section).
 constexpr int64_t kMatvecMaxRows = 8;
 
 // y[M, N] = x[M, K] · w[N, K]^T (+ bias[N] when bias is not null); all row-major, fp32.
