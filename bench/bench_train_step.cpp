@@ -107,8 +107,9 @@ int main(int argc, char** argv) {
   }
   auto best = [](std::vector<double> v) { return *std::min_element(v.begin(), v.end()); };
   auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+  const double fp32_peak = measure_peak_flops(threads), bf16_peak = measure_peak_bf16_flops(threads);
   std::printf("shardlab  threads=%d  measured FMA peak %.1f GFLOP/s (MFU below uses %.1f, as the PyTorch script)\n",
-              threads, measure_peak_flops(threads) / 1e9, peak / 1e9);
+              threads, fp32_peak / 1e9, peak / 1e9);
   std::printf("config: vocab=%lld ctx=%lld d=%lld layers=%lld heads=%lld batch=%lld %s  params=%lld  FLOPs/step=%.2f G\n",
               (long long)c.vocab, (long long)T, (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
               (long long)B, dtype_name(policy.compute), (long long)model.num_parameters(), flops_token * tokens / 1e9);
@@ -116,6 +117,10 @@ int main(int argc, char** argv) {
     std::printf("%-6s step %8.1f ms  %9.0f tokens/s  %7.2f GFLOP/s  MFU %5.1f%% of %.1f GFLOP/s\n", name, t * 1e3,
                 tokens / t, tokens * flops_token / t / 1e9, 100 * tokens * flops_token / t / peak, peak / 1e9);
   }
+  const double achieved = tokens * flops_token / median(total);
+  std::printf("measured peaks fp32 %.1f GFLOP/s (FMA loop), bf16 %.1f GFLOP/s (vdpbf16ps loop; 0: no avx512_bf16) | "
+              "median MFU %.1f%% of fp32 peak, %.1f%% of bf16 peak\n",
+              fp32_peak / 1e9, bf16_peak / 1e9, 100 * achieved / fp32_peak, bf16_peak > 0 ? 100 * achieved / bf16_peak : 0.0);
   std::printf("breakdown (min): forward %.1f ms  backward %.1f ms  AdamW %.1f ms\n", best(fwd) * 1e3, best(bwd) * 1e3,
               best(adam) * 1e3);
   std::printf("cpu    step %8.1f ms of CPU time over %d thread(s) (min; at 1 thread: the step's work without time-sharing)\n",

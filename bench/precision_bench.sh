@@ -2,9 +2,10 @@
 # precision_bench.sh: one training step (forward, backward, AdamW) in bf16 and fp32, shardlab
 # and PyTorch, alternating in one run, on two shapes: gpt-bench (D 256, 4 layers, T 256,
 # batch 8, V 256) and GPT-2 124M (D 768, 12 layers, 12 heads, V 50257, T 256, batch 4).
-# Per variant: median tokens/s over the rounds, MFU of the measured fp32 FMA peak (the
-# denominator bench_train_step prints), peak RSS (GNU time's maximum resident set), and the
-# ratio to shardlab fp32 measured in the same round. Also DP: train_gpt gpt-bench on 1 and 2
+# Per variant: median tokens/s over the rounds, MFU of the measured fp32 FMA peak and of the
+# measured bf16 dot-product peak (bench_train_step measures both, framework/peak.h; "-" on a
+# CPU without avx512_bf16), peak RSS (GNU time's maximum resident set), and the ratio to
+# shardlab fp32 measured in the same round. Also DP: train_gpt gpt-bench on 1 and 2
 # ranks in bf16, tokens/s ratio.
 #   bench/precision_bench.sh                       # 2 threads, build/, 3 rounds of gpt-bench
 #   ROUNDS=1 SHAPES=gpt2 bench/precision_bench.sh  # the 124M shape once (about 2 minutes)
@@ -31,14 +32,16 @@ shape_flags() {
     gpt2) echo "--batch 4 --ctx 256 --d 768 --layers 12 --heads 12 --vocab 50257 --steps ${STEPS:-3} --warmup 1" ;;
   esac
 }
-# run NAME COMMAND...: one measurement; appends "shape name tokens/s mfu rss_mb" to the log.
+# run NAME COMMAND...: one measurement; appends "shape name tokens/s GFLOP/s rss_mb" to the
+# log, and bench_train_step's measured peaks (GFLOP/s) as "peaks fp32 bf16".
 run() {
   local name=$1; shift
   /usr/bin/time -f "rss_kb %M" "$@" > "$log.out" 2>&1 || { echo "FAIL: $name"; tail -5 "$log.out"; exit 1; }
   awk -v shape="$shape" -v name="$name" '
-    $1 == "median" {tps = $5; mfu = $10}
+    $1 == "median" {tps = $5; gflops = $7}
     $1 == "rss_kb" {rss = $2 / 1024}
-    END {printf "%s %s %s %s %.0f\n", shape, name, tps, mfu, rss}' "$log.out" | tee -a "$log"
+    END {printf "%s %s %s %s %.0f\n", shape, name, tps, gflops, rss}' "$log.out" | tee -a "$log"
+  awk '$1 == "measured" && $2 == "peaks" {print "peaks", $4, $9}' "$log.out" >> "$log"
   grep -h '^dtype' "$log.out" | sed 's/^/    /' || true
 }
 
@@ -73,13 +76,20 @@ one=$(tps "$log.1"); two=$(tps "$log.2")
 awk -v a="$one" -v b="$two" 'BEGIN {printf "  1 rank %.0f tokens/s, 2 ranks %.0f tokens/s: %.2fx\n", a, b, b / a}'
 rm -f "$log.1" "$log.2"
 
-echo "== summary: medians over $rounds round(s), $threads threads (MFU of the fp32 FMA peak; ratio to shardlab fp32)"
-printf "  %-10s %-20s %12s %7s %9s %8s\n" shape variant tokens/s MFU% "RSS MiB" ratio
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+peak32=$(awk '$1 == "peaks" {print $2}' "$log" | median)
+peak16=$(awk '$1 == "peaks" {print $3}' "$log" | median)
+echo "== summary: medians over $rounds round(s), $threads threads; ratio to shardlab fp32"
+echo "   measured peaks (median): fp32 $peak32 GFLOP/s (FMA loop), bf16 $peak16 GFLOP/s (vdpbf16ps loop)"
+printf "  %-10s %-20s %12s %10s %10s %9s %8s\n" shape variant tokens/s "MFU fp32" "MFU bf16" "RSS MiB" ratio
 for shape in $shapes; do
-  base=$(awk -v s="$shape" '$1 == s && $2 == "shardlab-fp32" {print $3}' "$log" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  base=$(awk -v s="$shape" '$1 == s && $2 == "shardlab-fp32" {print $3}' "$log" | median)
   for name in shardlab-bf16 shardlab-fp32 torch-fp32 torch-autocast-bf16; do
     awk -v s="$shape" -v n="$name" '$1 == s && $2 == n' "$log" | sort -k3 -g |
-      awk -v s="$shape" -v n="$name" -v base="$base" '{t[NR] = $3; m[NR] = $4; r[NR] = $5}
-        END {if (NR == 0) exit; k = int((NR + 1) / 2); printf "  %-10s %-20s %12.0f %7s %9s %8.2f\n", s, n, t[k], m[k], r[k], t[k] / base}'
+      awk -v s="$shape" -v n="$name" -v base="$base" -v p32="$peak32" -v p16="$peak16" '
+        {t[NR] = $3; g[NR] = $4; r[NR] = $5}
+        END {if (NR == 0) exit; k = int((NR + 1) / 2)
+             m16 = p16 > 0 ? sprintf("%.1f%%", 100 * g[k] / p16) : "-"
+             printf "  %-10s %-20s %12.0f %9.1f%% %10s %9s %8.2f\n", s, n, t[k], 100 * g[k] / p32, m16, r[k], t[k] / base}'
   done
 done

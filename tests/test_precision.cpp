@@ -11,11 +11,13 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops.h"
+#include "framework/peak.h"
 #include "framework/precision.h"
 #include "tests/gradcheck.h"
 
@@ -294,4 +296,22 @@ TEST_CASE("parameters read outside matmuls enter as their bf16 values under bf16
   same(emb, ops::embedding(rounded(random_tensor({6, 24}, 4)), ids, 1, 3));
   const PrecisionScope scope(bf16);
   same(lin, ops::linear(x, random_tensor({7, 24}, 5), rounded(random_tensor({7}, 6))));
+}
+
+// The MFU of a bf16 run divides by the bf16 peak (framework/peak.h): measured with
+// avx512_bf16's dot products where /proc/cpuinfo lists them, and 0 elsewhere, where the
+// fp32 peak is the denominator since bf16 matmuls then run on the fp32 units.
+TEST_CASE("the bf16 peak is measured where avx512_bf16 runs, and a bf16 run's MFU divides by it") {
+  bool listed = false;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; !listed && std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) == 0) listed = (" " + line + " ").find(" avx512_bf16 ") != std::string::npos;
+  }
+  const double fp32 = measure_peak_flops(1, 0.05), bf16 = measure_peak_bf16_flops(1, 0.05);
+  CHECK(fp32 > 0);
+  CHECK((bf16 > 0) == listed);
+  CHECK(mfu_denominator(false, fp32, bf16) == fp32);
+  CHECK(mfu_denominator(true, fp32, bf16) == (listed ? bf16 : fp32));
+  CHECK(mfu_denominator(true, 100.0, 0.0) == 100.0);
+  CHECK(mfu_denominator(true, 100.0, 180.0) == 180.0);
 }

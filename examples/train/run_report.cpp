@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -65,9 +66,12 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   const PrecisionScope precision = parallel.compute_scope();  // the compute probe runs as the steps will
   const parallel::DataAxes axes = parallel::DataAxes::of(mesh);
   data_axes_ = axes.all->name();
-  float peak = static_cast<float>(measure_peak_flops(omp_get_max_threads()));
-  parallel::all_reduce(mesh.all(), {&peak, 1});
-  peak_flops_ = peak;
+  std::array<float, 2> peaks{static_cast<float>(measure_peak_flops(omp_get_max_threads())),
+                             static_cast<float>(measure_peak_bf16_flops(omp_get_max_threads()))};
+  parallel::all_reduce(mesh.all(), peaks);
+  fp32_peak_flops_ = peaks[0];
+  bf16_peak_flops_ = peaks[1];
+  peak_flops_ = mfu_denominator(parallel.precision().compute == DType::kBF16, fp32_peak_flops_, bf16_peak_flops_);
   flops_per_token_ = train_flops_per_token(run.model, run.sequence_length());
   tokens_per_step_ = static_cast<double>(run.batch * run.sequence_length());
 
@@ -143,8 +147,10 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
               static_cast<long long>(run.batch / axes.batch->size()), run.grad_accum, omp_get_max_threads());
   std::printf("dtype   %s\n", parallel.precision().describe().c_str());
-  std::printf("peak    %.1f GFLOP/s measured (FMA loop on every rank, summed) | %.2f MFLOP per token\n",
-              peak_flops_ / 1e9, flops_per_token_ / 1e6);
+  std::printf("peak    %.1f GFLOP/s fp32 (FMA loop on every rank, summed)", fp32_peak_flops_ / 1e9);
+  if (bf16_peak_flops_ > 0) std::printf(", %.1f GFLOP/s bf16 (vdpbf16ps loop)", bf16_peak_flops_ / 1e9);
+  std::printf(" | MFU below of the %s peak | %.2f MFLOP per token\n", peak_flops_ == bf16_peak_flops_ ? "bf16" : "fp32",
+              flops_per_token_ / 1e6);
   if (calibrated) {
     std::printf("predict %.1f ms per step: compute %.1f ms (%s, timed now)", predicted_step_ * 1e3, compute * 1e3,
                 probe.describe().c_str());
