@@ -94,6 +94,7 @@ std::string PrecisionPolicy::describe() const {
   if (gather != compute) s += std::string(", sharded parameters gathered as ") + dtype_name(gather);
   if (activation != compute) s += std::string(", activations between ranks in ") + dtype_name(activation);
   if (compute == DType::kBF16) s += "; bf16 matmuls: " + matmul_reason;
+  if (!dtype_reason.empty() && dtype_reason != matmul_reason) s += "; " + dtype_reason;
   return s;
 }
 

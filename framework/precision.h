@@ -70,6 +70,8 @@ struct PrecisionPolicy {
                                    // (--activation-dtype); sums still in fp32
   Bf16Matmul matmul = Bf16Matmul::kRounded;  // how this machine runs a bf16 matmul
   std::string matmul_reason;                 // why (select_bf16_matmul)
+  std::string dtype_reason;                  // why this compute dtype, when it was chosen for the user
+                                             // (train_gpt's --precision auto); "" otherwise
 
   ComputePrecision compute_precision() const { return {.compute = compute, .matmul = matmul}; }
   // One line for a run header, e.g. "bf16 compute, fp32 master weights and optimizer

@@ -114,7 +114,7 @@ for c in "tp reduce_scatter tensor" "tp ppermute tensor" "pp send pipe" "ep all_
   unset -n flags
 done
 # A dtype activations cannot travel in is refused on every rank, naming the choices.
-if "${mpiexec[@]}" -n 2 "$train" "${common[@]}" "${ep[@]}" --steps 1 --activation-dtype int8 > "$dir/refused.txt" 2>&1 ||
+if "${mpiexec[@]}" -n 2 "$train" "${common[@]}" "${ep[@]}" --steps 1 --precision fp32 --activation-dtype int8 > "$dir/refused.txt" 2>&1 ||
    [ "$(grep -c "activation-dtype 'int8' must be auto (the compute dtype, fp32), fp32 or bf16" "$dir/refused.txt")" -lt 1 ]; then
   echo "FAIL: --activation-dtype int8 was not refused clearly:"; cat "$dir/refused.txt"; exit 1
 fi

@@ -111,8 +111,11 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
       ("grad-clip", "global gradient-norm clip (0: off)", cxxopts::value<double>()->default_value("1.0"))
       ("seed", "seed of initial weights and data", cxxopts::value<uint64_t>()->default_value(std::to_string(r.seed)));
   o.add_options("precision")
-      ("precision", "fp32, or bf16: bf16 matmul operands with fp32 accumulation; fp32 master weights, optimizer "
-       "state, norms, softmax and loss (docs/mixed_precision.md)", cxxopts::value<std::string>()->default_value(r.precision))
+      ("precision", "auto, fp32, or bf16: bf16 matmul operands with fp32 accumulation; fp32 master weights, optimizer "
+       "state, norms, softmax and loss. auto: bf16 where this CPU runs bf16 matmuls natively and measurably faster "
+       "than fp32 (every rank agreeing), else fp32; the run header says which and why; SHARDLAB_DEFAULT_PRECISION "
+       "(fp32 or bf16) decides auto without measuring (docs/mixed_precision.md)",
+       cxxopts::value<std::string>()->default_value("auto"))
       ("reduce-dtype", "dtype gradients travel in when they are reduced over data, fsdp and context: fp32; bf16 "
        "(half the bytes); or int8 (block-scaled, about a quarter of the bytes, with error feedback). Every sum is "
        "still taken in fp32 (docs/collectives.md)", cxxopts::value<std::string>()->default_value(r.reduce_dtype))

@@ -46,11 +46,14 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 int train(int argc, char** argv) {
   // SIGTERM, SIGINT, SIGUSR1: save at the next step boundary, then exit kPreemptedExitCode.
   const runtime::PreemptionSignals signals;
-  const runtime::RunConfig run = cli::parse_run_config(argc, argv);
-  if (run.help) return std::printf("%s\n", run.help_text.c_str()), 0;
-  if (run.threads > 0) omp_set_num_threads(run.threads);
+  const runtime::RunConfig flags = cli::parse_run_config(argc, argv);
+  if (flags.help) return std::printf("%s\n", flags.help_text.c_str()), 0;
+  if (flags.threads > 0) omp_set_num_threads(flags.threads);
   // The first collective: ranks started with different flags stop here, not in a hang.
-  parallel::check_same_configuration(MPI_COMM_WORLD, run.flags);  // --config files expanded
+  parallel::check_same_configuration(MPI_COMM_WORLD, flags.flags);  // --config files expanded
+  // --precision auto (the default) becomes bf16 where every rank's CPU runs bf16 matmuls
+  // natively faster, fp32 elsewhere: measured, agreed, validated again.
+  const runtime::RunConfig run = runtime::resolve_precision(flags, MPI_COMM_WORLD);
 
   // Every rank validates the same layout against the model and batch before the first collective.
   const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);

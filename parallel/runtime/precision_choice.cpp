@@ -1,7 +1,12 @@
 #include "parallel/runtime/precision_choice.h"
 
+#include <mpi.h>
+
+#include <cstdlib>
+
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
+#include "parallel/comm/comm.h"
 
 namespace shardlab::runtime {
 
@@ -29,7 +34,46 @@ PrecisionPolicy choose_precision(const PrecisionPolicy& asked, const std::string
 }
 
 PrecisionPolicy choose_precision(const RunConfig& run, const parallel::Mesh& mesh) {
-  return choose_precision(run.parallel().precision, run.bf16_matmul, mesh);  // the dtypes of the flags
+  PrecisionPolicy policy = run.parallel().precision;  // the dtypes of the flags
+  if (!run.precision_reason.empty() && policy.compute == DType::kBF16 && run.bf16_matmul == "native") {
+    policy.matmul = Bf16Matmul::kNative;  // resolve_precision measured it, on every rank
+    policy.matmul_reason = run.precision_reason;
+  } else {
+    policy = choose_precision(policy, run.bf16_matmul, mesh);
+  }
+  policy.dtype_reason = run.precision_reason;
+  return policy;
+}
+
+RunConfig resolve_precision(RunConfig run, MPI_Comm world) {
+  if (run.precision != "auto") return run;
+  // Each rank votes; the least vote wins, so all ranks agree whatever their environment:
+  // 0 fp32, 1 bf16 with its matmul path still to measure (choose_precision), 2 bf16 on the
+  // bf16 kernels, measured faster here.
+  enum Vote { kFp32 = 0, kBf16 = 1, kBf16Native = 2 };
+  int vote = kFp32;
+  std::string why;
+  if (const char* env = std::getenv("SHARDLAB_DEFAULT_PRECISION"); env != nullptr && *env != '\0') {
+    vote = parse_dtype(env, "SHARDLAB_DEFAULT_PRECISION") == DType::kBF16 ? kBf16 : kFp32;
+    why = std::string(vote == kBf16 ? "bf16" : "fp32") + " by default: SHARDLAB_DEFAULT_PRECISION=" + env;
+  } else {
+    const Bf16MatmulChoice mine = select_bf16_matmul("auto");
+    vote = mine.path == Bf16Matmul::kNative ? kBf16Native : kFp32;
+    why = vote == kBf16Native ? "bf16 by default (--precision auto): " + mine.reason
+                              : "fp32 by default (--precision auto): this CPU runs bf16 matmuls no faster than fp32 (" +
+                                    mine.reason + ")";
+  }
+  int agreed = vote;
+  SL_MPI(MPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, world));
+  run.precision = agreed == kFp32 ? "fp32" : "bf16";
+  if (agreed == kBf16Native) run.bf16_matmul = "native";
+  run.precision_reason = agreed == vote ? why
+                                        : std::string(agreed == kFp32 ? "fp32" : "bf16") +
+                                              " by default (--precision auto): another rank's CPU runs bf16 matmuls no "
+                                              "faster than fp32, or its SHARDLAB_DEFAULT_PRECISION says so (this rank: " +
+                                              why + ")";
+  run.validate();
+  return run;
 }
 
 }  // namespace shardlab::runtime

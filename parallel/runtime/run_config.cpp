@@ -42,11 +42,13 @@ void RunConfig::validate() const {
   if (warmup < -1) {
     throw UserError("--warmup " + std::to_string(warmup) + " must be 0 or more (or -1 for a tenth of --steps)");
   }
-  const DType compute = parse_dtype(precision, "--precision");
+  // --precision auto is resolved at start-up (resolve_precision), and validated again then.
+  const bool resolved = precision != "auto";
+  const DType compute = resolved ? parse_dtype(precision, "--precision") : DType::kF32;
   parse_wire_dtype(reduce_dtype, "--reduce-dtype");  // names the choices
   if (gather_dtype != "auto") {
     const DType gather = parse_wire_dtype(gather_dtype, "--gather-dtype");
-    if (zero < 3 && gather != compute) {
+    if (resolved && zero < 3 && gather != compute) {
       throw UserError("--gather-dtype " + gather_dtype + " applies to ZeRO-3 (--zero 3, or an fsdp axis), whose "
                       "gathered weights are a compute copy rebuilt every step; under --zero " + std::to_string(zero) +
                       " the gathered slices are every rank's own weights between steps, so they travel in the compute "
@@ -54,12 +56,16 @@ void RunConfig::validate() const {
     }
   }
   if (activation_dtype != "auto" && activation_dtype != "fp32" && activation_dtype != "bf16") {
-    throw UserError("--activation-dtype '" + activation_dtype + "' must be auto (the compute dtype, " + precision +
-                    "), fp32 or bf16: activations travel between model-parallel ranks in fp32 or bf16 (int8 is for "
+    throw UserError("--activation-dtype '" + activation_dtype + "' must be auto (the compute dtype, " +
+                    (resolved ? precision : std::string("chosen at start-up by --precision auto")) + "), fp32 or bf16: activations travel between model-parallel ranks in fp32 or bf16 (int8 is for "
                     "gradients, --reduce-dtype, and ZeRO-3 gathers, --gather-dtype)");
   }
   parallel::parse_context_comm(cp_comm);
-  check_bf16_matmul_flag(compute, precision, bf16_matmul);
+  if (!resolved && bf16_matmul != "auto") {
+    throw UserError("--bf16-matmul " + bf16_matmul + " applies to --precision bf16, and this run's precision is auto "
+                    "(chosen at start-up); give --precision bf16 with it");
+  }
+  if (resolved) check_bf16_matmul_flag(compute, precision, bf16_matmul);
   if (zero < 0 || zero > 3) throw UserError("--zero " + std::to_string(zero) + " must be 0, 1, 2 or 3");
   if (bucket_mb <= 0) throw UserError("--bucket-mb must be positive, got " + std::to_string(bucket_mb));
   if (eval_every < 0 || ckpt_every < 0) throw UserError("--eval-every and --ckpt-every must not be negative");

@@ -38,7 +38,9 @@ struct RunConfig {
   double adam_beta1 = 0.9, adam_beta2 = 0.95, adam_eps = 1e-8;
   uint64_t seed = 1234;
   // mixed precision (framework/precision.h, docs/mixed_precision.md)
-  std::string precision = "fp32";     // compute dtype: fp32 or bf16
+  std::string precision = "fp32";     // compute dtype: fp32 or bf16; train_gpt's flag defaults to auto,
+                                      // which resolve_precision (precision_choice.h) makes one of them
+  std::string precision_reason;       // why auto became what it did ("" when the user chose)
   std::string reduce_dtype = "fp32";  // dtype gradients are reduced in: fp32, bf16 or int8
   std::string gather_dtype = "auto";  // ZeRO-3 parameter gathers: auto (the compute dtype), fp32, bf16, int8
   std::string activation_dtype = "auto";  // activations between model-parallel ranks: auto (the compute dtype), fp32, bf16
