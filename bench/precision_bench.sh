@@ -29,7 +29,7 @@ trap 'rm -f "$log" "$log.out"' EXIT
 shape_flags() {
   case $1 in
     gpt-bench) echo "--batch 8 --ctx 256 --d 256 --layers 4 --heads 4 --vocab 256 --steps ${STEPS:-8} --warmup 2" ;;
-    gpt2) echo "--batch 4 --ctx 256 --d 768 --layers 12 --heads 12 --vocab 50257 --steps ${STEPS:-3} --warmup 1" ;;
+    gpt2) echo "--batch 4 --ctx 256 --d 768 --layers 12 --heads 12 --vocab 50257 --steps ${STEPS:-4} --warmup 2" ;;
   esac
 }
 # run NAME COMMAND...: one measurement; appends "shape name tokens/s GFLOP/s rss_mb" to the

@@ -56,11 +56,13 @@ use_layout() {  # use_layout NAME RANKS TARGET FLAGS...
   layout_flags=("$@")
 }
 
-# Starts NAME with every background write held 1 s before its commit; waits until the
+# Starts NAME with every background write held DELAY seconds before its commit; waits until the
 # step-2 write is in flight (so the step-1 one is complete).
-start_held() {  # start_held NAME
+# DELAY (default 1 s) holds each write open: a kill must end the job before the held write
+# commits, and a loaded machine has taken over a second to tear a job down after a rank died.
+start_held() {  # start_held NAME [DELAY]
   local run="$dir/$1"
-  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=1 "${mpiexec[@]}" -n "$layout_ranks" -x SHARDLAB_FAULT_TAG \
+  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=${2:-1} "${mpiexec[@]}" -n "$layout_ranks" -x SHARDLAB_FAULT_TAG \
     -x SHARDLAB_FAULT_WRITE_DELAY "$train" "${common[@]}" "${layout_flags[@]}" --ckpt-async --metrics "$run.jsonl" \
     --ckpt-dir "$run" > "$run.out" 2>&1 &
   job=$!
@@ -82,7 +84,7 @@ resumes_exactly() {  # resumes_exactly NAME CHECKPOINT: --resume latest picks it
 
 faults() {  # faults TAG: parts 2 and 3 in the layout in use
   local tag=$1
-  start_held "kill$tag"
+  start_held "kill$tag" 3
   kill -9 "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/kill$tag" "$layout_target")"
   wait "$job"
   [ "$(checkpoints "$dir/kill$tag" | tail -1)" = "$dir/kill$tag/ckpt_000001.h5" ] ||

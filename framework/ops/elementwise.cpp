@@ -31,6 +31,22 @@ Tensor reduce_to(const Tensor& g, const Tensor& b, int64_t repeat) {
   return out;
 }
 
+// y[r n + i] = f(a[r n + i], b[i]) for r < repeat. Threads split the rows, or the
+// elements when b is a's shape (a residual add: one row).
+template <typename F>
+void broadcast_apply(const float* a, const float* b, float* y, int64_t repeat, int64_t n, F f) {
+  if (repeat == 1) {
+#pragma omp parallel for simd if (n > 32768)
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    return;
+  }
+#pragma omp parallel for if (repeat * n > 32768)
+  for (int64_t r = 0; r < repeat; ++r) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] = f(a[r * n + i], b[i]);
+  }
+}
+
 template <typename F>
 Tensor map(const Tensor& x, F f) {
   Tensor y = Tensor::empty(x.shape());
@@ -58,13 +74,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
   const int64_t repeat = broadcast_count(a, b);
   const int64_t n = b.numel();
   Tensor y = Tensor::empty(a.shape());
-  const float *pa = a.data(), *pb = b.data();
-  float* py = y.data();
-#pragma omp parallel for if (a.numel() > 32768)
-  for (int64_t r = 0; r < repeat; ++r) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) py[r * n + i] = pa[r * n + i] + pb[i];
-  }
+  broadcast_apply(a.data(), b.data(), y.data(), repeat, n, [](float u, float v) { return u + v; });
   return record(y, "add", {a, b}, [b, repeat](const Tensor& gy) {
     return std::vector<Tensor>{gy, b.requires_grad() ? reduce_to(gy, b, repeat) : Tensor()};
   });
@@ -74,22 +84,13 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   const int64_t repeat = broadcast_count(a, b);
   const int64_t n = b.numel();
   Tensor y = Tensor::empty(a.shape());
-  const float *pa = a.data(), *pb = b.data();
-  float* py = y.data();
-#pragma omp parallel for if (a.numel() > 32768)
-  for (int64_t r = 0; r < repeat; ++r) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) py[r * n + i] = pa[r * n + i] * pb[i];
-  }
+  broadcast_apply(a.data(), b.data(), y.data(), repeat, n, [](float u, float v) { return u * v; });
   return record(y, "mul", {a, b}, [a, b, repeat, n](const Tensor& gy) {
     Tensor ga, gb;
     const float* g = gy.data();
     if (a.requires_grad()) {
       ga = Tensor::empty(a.shape());
-      const float* pb = b.data();
-      float* o = ga.data();
-      for (int64_t r = 0; r < repeat; ++r)
-        for (int64_t i = 0; i < n; ++i) o[r * n + i] = g[r * n + i] * pb[i];
+      broadcast_apply(g, b.data(), ga.data(), repeat, n, [](float u, float v) { return u * v; });
     }
     if (b.requires_grad()) {
       gb = Tensor::zeros(b.shape());
