@@ -9,10 +9,12 @@
 // On operands a bf16 can hold exactly, only the summation order differs: fp32 tolerance.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -135,6 +137,31 @@ TEST_CASE("bf16 conversion rounds to nearest, ties to even, and keeps specials")
     REQUIRE(widened.data()[i] == bulk.data()[i]);
     REQUIRE(std::abs(bulk.data()[i] - v) <= kU * std::abs(v));
     REQUIRE(round_bf16(bulk.data()[i]) == bulk.data()[i]);  // idempotent
+  }
+}
+
+// The bulk conversion (vectorised, split over threads) must equal the scalar formula bit
+// for bit, whatever the values -- subnormals, NaN payloads, ties, values that round to
+// infinity -- and wherever a vector or a thread's share begins or ends.
+TEST_CASE("bulk bf16 conversion equals the scalar one bit for bit, specials and block edges included") {
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                            1e-39f, -3e-40f, std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                            std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc12345u),
+                            1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 3.3895314e38f};
+  const Tensor noise = random_tensor({100003}, 11, 10.0f);
+  for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{47}, int64_t{100003}}) {
+    for (const bool sprinkled : {false, true}) {
+      std::vector<float> x(noise.data(), noise.data() + n);
+      for (int64_t i = 0; sprinkled && i < n; i += 7) x[i] = specials[(i / 7) % std::size(specials)];
+      std::vector<Bf16> bulk(n);
+      to_bf16(x.data(), bulk.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("n " << n << " element " << i << " value " << x[i]);
+        REQUIRE(bulk[i].bits == to_bf16(x[i]).bits);
+      }
+    }
   }
 }
 
