@@ -152,4 +152,20 @@ Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload w
   return c;
 }
 
+DefaultPrecision default_precision() {
+  DefaultPrecision d;
+  if (const char* env = std::getenv("SHARDLAB_DEFAULT_PRECISION"); env != nullptr && *env != '\0') {
+    d.compute = parse_dtype(env, "SHARDLAB_DEFAULT_PRECISION");
+    d.reason = std::string(dtype_name(d.compute)) + " by default: SHARDLAB_DEFAULT_PRECISION=" + env;
+    return d;
+  }
+  const Bf16MatmulChoice choice = select_bf16_matmul("auto");
+  d.measured_native = choice.path == Bf16Matmul::kNative;
+  d.compute = d.measured_native ? DType::kBF16 : DType::kF32;
+  d.reason = d.measured_native ? "bf16 by default (--precision auto): " + choice.reason
+                               : "fp32 by default (--precision auto): this CPU runs bf16 matmuls no faster than fp32 (" +
+                                     choice.reason + ")";
+  return d;
+}
+
 }  // namespace shardlab

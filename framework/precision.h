@@ -107,4 +107,17 @@ Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload w
 // True when /proc/cpuinfo lists avx512_bf16 or amx_bf16.
 bool cpu_has_bf16_instructions();
 
+// What `--precision auto` (train_gpt's default) is on this machine alone: bf16 where the
+// bf16 matmul path `auto` picks (select_bf16_matmul, training's workload) is oneDNN's bf16
+// kernels, fp32 elsewhere, where bf16 would run on the fp32 units and only add
+// conversions. The environment variable SHARDLAB_DEFAULT_PRECISION (fp32 or bf16) decides
+// instead, without measuring; UserError naming it for anything else. A run of several
+// ranks agrees on one answer (parallel/runtime/precision_choice.h).
+struct DefaultPrecision {
+  DType compute = DType::kF32;
+  bool measured_native = false;  // bf16 because the bf16 kernels measured faster here
+  std::string reason;            // one line for a run header
+};
+DefaultPrecision default_precision();
+
 }  // namespace shardlab

@@ -391,9 +391,11 @@ int main(int argc, char** argv) {
            cxxopts::value<std::string>())
           (command == "infer" ? "batch-seqs" : "batch-tokens", "the same, in its unit's name", cxxopts::value<std::string>())
           ("chips", "chip count", cxxopts::value<int>()->default_value("1"))
-          ("precision", "bf16 (mixed, Adam fp32) or fp32", cxxopts::value<std::string>()->default_value("bf16"))
+          ("precision", "bf16 (mixed, Adam fp32) or fp32; with --cluster local the default is train_gpt's here "
+                        "(bf16 where this CPU's bf16 kernels measure faster, else fp32; SHARDLAB_DEFAULT_PRECISION "
+                        "decides without measuring)", cxxopts::value<std::string>()->default_value("bf16"))
           ("reduce-dtype", "train: what gradient all_reduce/reduce_scatter over data, fsdp, context carry: fp32, bf16 "
-                           "or int8 (block-scaled, sums in fp32; default: the precision's, fp32 for --cluster local)",
+                           "or int8 (block-scaled, sums in fp32; default: the precision's)",
            cxxopts::value<std::string>())
           ("gather-dtype", "train: what the FSDP parameter all_gathers carry: fp32, bf16 or int8 (default as "
                            "--reduce-dtype)",

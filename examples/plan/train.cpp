@@ -14,6 +14,7 @@
 #include "examples/plan/command.h"
 #include "examples/plan/gpu_conditions.h"
 #include "framework/error.h"
+#include "framework/precision.h"
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
@@ -262,7 +263,7 @@ std::string scale_text(const TrainConfig& c, int chips, const HardwareProfile& h
 }  // namespace
 
 int cmd_train(const cxxopts::ParseResult& a) {
-  // --cluster local: this machine, as measured (shardlab-plan calibrate), training in fp32.
+  // --cluster local: this machine, as measured (shardlab-plan calibrate), in train_gpt's default precision.
   const std::string cluster = a.count("cluster") ? a["cluster"].as<std::string>() : "";
   if (!cluster.empty() && cluster != "local") {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
@@ -277,12 +278,15 @@ int cmd_train(const cxxopts::ParseResult& a) {
   const std::string derived = a.count("params") ? c.model.describe() + " (L from --params)\n" : "";
   c.batch_tokens = train_batch_tokens(a, c.model);
   c.remat = nn::parse_remat(a["remat"].as<std::string>());
-  const std::string precision = cluster == "local" && !a.count("precision") ? "fp32" : a["precision"].as<std::string>();
+  // --cluster local trains as train_gpt would here: its --precision auto (bf16 where this
+  // CPU's bf16 kernels measure faster, framework/precision.h), unless --precision says.
+  const std::string precision = cluster == "local" && !a.count("precision") ? dtype_name(default_precision().compute)
+                                                                             : a["precision"].as<std::string>();
   if (precision == "fp32") c.precision = fp32_training();
   else if (precision != "bf16") throw UserError("--precision must be bf16 or fp32, got '" + precision + "'");
-  // The wires default to the precision's (fp32 on --cluster local), as train_gpt's do.
-  if (a.count("reduce-dtype")) c.precision.wire.reduce = parse_wire_dtype(a["reduce-dtype"].as<std::string>(), "--reduce-dtype");
-  if (a.count("gather-dtype")) c.precision.wire.gather = parse_wire_dtype(a["gather-dtype"].as<std::string>(), "--gather-dtype");
+  // The wires default to the precision's, as train_gpt's do.
+  if (a.count("reduce-dtype")) c.precision.wire.reduce = cost::parse_wire_dtype(a["reduce-dtype"].as<std::string>(), "--reduce-dtype");
+  if (a.count("gather-dtype")) c.precision.wire.gather = cost::parse_wire_dtype(a["gather-dtype"].as<std::string>(), "--gather-dtype");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
   c.context_comm = parallel::parse_context_comm(a["cp-comm"].as<std::string>());

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <cstdlib>
 
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
@@ -51,18 +50,9 @@ RunConfig resolve_precision(RunConfig run, MPI_Comm world) {
   // 0 fp32, 1 bf16 with its matmul path still to measure (choose_precision), 2 bf16 on the
   // bf16 kernels, measured faster here.
   enum Vote { kFp32 = 0, kBf16 = 1, kBf16Native = 2 };
-  int vote = kFp32;
-  std::string why;
-  if (const char* env = std::getenv("SHARDLAB_DEFAULT_PRECISION"); env != nullptr && *env != '\0') {
-    vote = parse_dtype(env, "SHARDLAB_DEFAULT_PRECISION") == DType::kBF16 ? kBf16 : kFp32;
-    why = std::string(vote == kBf16 ? "bf16" : "fp32") + " by default: SHARDLAB_DEFAULT_PRECISION=" + env;
-  } else {
-    const Bf16MatmulChoice mine = select_bf16_matmul("auto");
-    vote = mine.path == Bf16Matmul::kNative ? kBf16Native : kFp32;
-    why = vote == kBf16Native ? "bf16 by default (--precision auto): " + mine.reason
-                              : "fp32 by default (--precision auto): this CPU runs bf16 matmuls no faster than fp32 (" +
-                                    mine.reason + ")";
-  }
+  const DefaultPrecision mine = default_precision();
+  const int vote = mine.compute == DType::kF32 ? kFp32 : mine.measured_native ? kBf16Native : kBf16;
+  const std::string& why = mine.reason;
   int agreed = vote;
   SL_MPI(MPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, world));
   run.precision = agreed == kFp32 ? "fp32" : "bf16";
