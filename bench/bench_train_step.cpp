@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   const int threads = a["threads"].as<int>();
   omp_set_num_threads(threads);
   PrecisionPolicy policy;
-  policy.compute = parse_dtype(a["precision"].as<std::string>(), "--precision");
+  policy.compute = policy.gather = policy.activation = parse_dtype(a["precision"].as<std::string>(), "--precision");
   if (policy.compute == DType::kBF16) {
     const Bf16MatmulChoice choice = select_bf16_matmul(a["bf16-matmul"].as<std::string>());
     policy.matmul = choice.path;

@@ -155,7 +155,7 @@ std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& mo
   }
   std::shared_ptr<const ModelShards> shards;
   if (mesh.splits(kTensorAxis)) {
-    shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, config.tensor);
+    shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, tensor_config(config));
   }
   nn::initialize_unallocated(model, config.data.seed);
   return shards;

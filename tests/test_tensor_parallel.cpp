@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 
+#include "framework/autograd.h"
 #include "framework/data/arithmetic.h"
 #include "framework/data/dataset.h"
 #include "framework/ops.h"
@@ -262,6 +263,54 @@ TEST_CASE("per block: two all_reduces of B*T*D values each way; with sequence pa
       CHECK(other[CollectiveOp::kAllReduce] == 1 + (c.n_kv_heads < n ? L : 0) + partial);
     }
   }
+}
+
+// Decoding on the tensor axis (generate --mesh tensor=N): each block's two row-parallel
+// outputs are all_reduced, and under bf16 they travel as bf16 partial sums (summed in
+// fp32), half of fp32's bytes, as in training.
+TEST_CASE("a decode step's tensor-axis all_reduces carry the precision's activation dtype") {
+  const int n = world_size();
+  if (n == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "tensor=" + std::to_string(n));
+  const nn::ModelConfig c = model_config(nn::Arch::Gpt);
+  if (c.n_heads % n != 0) return;
+  std::map<DType, int64_t> bytes;
+  std::map<DType, std::vector<float>> logits;
+  for (const DType wire : {DType::kF32, DType::kBF16}) {
+    const auto model = [&] {
+      nn::DeferParameters defer;
+      return std::make_unique<nn::Transformer>(c);
+    }();
+    ParallelConfig config;
+    config.data.seed = kSeed;
+    config.precision.activation = wire;
+    parallelize_for_inference(*model, mesh, config);
+    const NoGradGuard no_grad;
+    const int64_t B = 2;
+    nn::KVCache cache(c, B, model->blocks.front()->attn.n_kv_heads);
+    const std::vector<int32_t> prompt{1, 2, 3, 4, 5, 6};
+    model->decode(prompt, B, 3, cache);  // prefill 3 positions
+    mesh.context().trace.clear();
+    mesh.context().trace.set_recording(true);
+    const Tensor next = model->decode(std::vector<int32_t>{7, 8}, B, 1, cache);  // one token per row
+    mesh.context().trace.set_recording(false);
+    for (const CommRecord& r : mesh.context().trace.events()) {
+      if (r.op == CollectiveOp::kAllReduce) bytes[wire] += r.bytes;
+    }
+    logits[wire].assign(next.data(), next.data() + next.numel());
+  }
+  // Two all_reduces per block of B rows x D, plus the embedding's.
+  CHECK(bytes[DType::kF32] >= 2 * c.n_layers * 2 * c.d_model * 4);
+  CHECK(bytes[DType::kBF16] * 2 == bytes[DType::kF32]);
+  // fp32 compute here: the sums differ from fp32's only by the partial sums' rounding to bf16.
+  REQUIRE(logits[DType::kBF16].size() == logits[DType::kF32].size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < logits[DType::kF32].size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(logits[DType::kBF16][i] - logits[DType::kF32][i])));
+    scale = std::max(scale, static_cast<double>(std::abs(logits[DType::kF32][i])));
+  }
+  CHECK(worst > 0);              // bf16 really travelled
+  CHECK(worst <= 0.05 * scale);  // a few roundings of 2^-9 relative through the blocks
 }
 
 TEST_CASE("the step plan lists, group by group, the collectives a tensor-parallel step issues") {

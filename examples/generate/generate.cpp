@@ -267,10 +267,14 @@ int run(int argc, char** argv) {
     return std::make_unique<nn::Transformer>(config);
   }();
   nn::Transformer& model = *model_owned;
-  runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, {}));
+  // Under bf16 the tensor axis's all_reduces carry bf16 partial sums, summed in fp32, as
+  // training's do (--activation-dtype auto): half the bytes per decoded token.
+  parallel::ParallelConfig inference;
+  inference.precision.activation = compute;
+  runtime::load_weights(path, model, config, parallel::parallelize_for_inference(model, mesh, inference));
   // Collective under bf16: every rank multiplies the same way. Nothing is reduced here.
   PrecisionPolicy asked;
-  asked.compute = asked.gather = compute;
+  asked.compute = asked.gather = asked.activation = compute;
   const PrecisionPolicy policy = runtime::choose_precision(asked, bf16_matmul, mesh, Bf16Workload::kDecoding);
   // The matrices (norms' weights and biases never enter a matmul), converted once for the
   // whole decode: they do not change from here on.
