@@ -9,7 +9,7 @@
 //   returns 0 on a CPU without avx512_bf16, where no bf16 instruction runs faster than fp32.
 //
 //   const double fp32 = measure_peak_flops(2), bf16 = measure_peak_bf16_flops(2);
-//   const double mfu = achieved_flops / (policy.compute == DType::kBF16 && bf16 > 0 ? bf16 : fp32);
+//   const double mfu = achieved_flops / mfu_denominator(policy.compute == DType::kBF16, fp32, bf16);
 #pragma once
 
 namespace shardlab {

@@ -25,19 +25,19 @@ constexpr size_t kAlign = 64;
 // pages from the kernel (a fault and a zeroing per 4 KiB, on one thread while the others
 // wait) cost several percent of a step -- at GPT-2 124M's size, where a step frees about
 // 2 GiB, a quarter of it; smaller buffers are recycled by malloc without touching the
-// kernel anyway. The cache holds at most the larger of kMinCapBytes and the most bytes
-// ever in use at once (PyTorch's caching allocator keeps everything): so the process holds
-// at most twice its peak of live buffers; beyond that buffers go back to the system.
+// kernel anyway. The cache holds at most the larger of kMinCapBytes and the most bytes of
+// such buffers ever in use at once (PyTorch's caching allocator keeps everything): so the
+// process holds at most twice its peak of them; beyond that buffers go back to the system.
 class BlockCache {
  public:
   static constexpr size_t kMinCachedBytes = 64 << 10;
   static constexpr size_t kMinCapBytes = size_t{1} << 30;
 
   char* take(size_t bytes) {
+    if (bytes < kMinCachedBytes) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     in_use_ += bytes;
     most_in_use_ = std::max(most_in_use_, in_use_);
-    if (bytes < kMinCachedBytes) return nullptr;
     auto it = free_.find(bytes);
     if (it == free_.end() || it->second.empty()) return nullptr;
     char* raw = it->second.back();
@@ -47,10 +47,10 @@ class BlockCache {
   }
 
   void give(char* raw, size_t bytes) {
-    {
+    if (bytes >= kMinCachedBytes) {
       std::lock_guard<std::mutex> lock(mutex_);
       in_use_ -= bytes;
-      if (bytes >= kMinCachedBytes && cached_ + bytes <= std::max(kMinCapBytes, most_in_use_)) {
+      if (cached_ + bytes <= std::max(kMinCapBytes, most_in_use_)) {
         free_[bytes].push_back(raw);
         cached_ += bytes;
         return;
@@ -63,7 +63,7 @@ class BlockCache {
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<char*>> free_;
   size_t cached_ = 0;
-  size_t in_use_ = 0;       // bytes of live Storages
+  size_t in_use_ = 0;       // bytes of live Storages of at least kMinCachedBytes
   size_t most_in_use_ = 0;  // their peak
 };
 

@@ -53,8 +53,8 @@ std::vector<Strategy> strategies(const Mesh& mesh);
 ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const ParallelConfig& config);
 
 // Inference (generate): only the model-parallel strategies, tensor today -- no optimizer,
-// no gradient reduction; the stream's all_reduces carry config.precision.activation. Deferred parameters are allocated (each rank its shards) and
-// filled from config.data.seed, to be overwritten from a checkpoint through the returned
+// no gradient reduction; the stream's all_reduces carry config.precision.activation.
+// Deferred parameters are allocated (each rank its shards) and filled from config.data.seed, to be overwritten from a checkpoint through the returned
 // shards (nullptr without model parallelism; sharded_io.h's ParamIO takes either).
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
                                                              const ParallelConfig& config);

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-
 #include "framework/error.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm.h"

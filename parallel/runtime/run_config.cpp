@@ -57,7 +57,8 @@ void RunConfig::validate() const {
   }
   if (activation_dtype != "auto" && activation_dtype != "fp32" && activation_dtype != "bf16") {
     throw UserError("--activation-dtype '" + activation_dtype + "' must be auto (the compute dtype, " +
-                    (resolved ? precision : std::string("chosen at start-up by --precision auto")) + "), fp32 or bf16: activations travel between model-parallel ranks in fp32 or bf16 (int8 is for "
+                    (resolved ? precision : std::string("chosen at start-up by --precision auto")) +
+                    "), fp32 or bf16: activations travel between model-parallel ranks in fp32 or bf16 (int8 is for "
                     "gradients, --reduce-dtype, and ZeRO-3 gathers, --gather-dtype)");
   }
   parallel::parse_context_comm(cp_comm);
