@@ -10,7 +10,8 @@
 #   alone must not train in another precision than its peers -- and a rank pinned to bf16
 #   beside one that measures: both bf16, with no collective one of them skips;
 # - SHARDLAB_DEFAULT_PRECISION decides without measuring (the suite pins fp32 through it,
-#   tests/CMakeLists.txt), and a bad value is a user error naming it;
+#   tests/CMakeLists.txt), and a bad value is a user error naming it, on every rank even
+#   where only one rank has it;
 # - --bf16-matmul without --precision bf16 is refused, naming auto.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +47,10 @@ SHARDLAB_DEFAULT_PRECISION=bf16 SHARDLAB_BF16_MATMUL=rounded "$train" "${common[
 grep -q '^dtype   bf16 compute.*bf16 by default: SHARDLAB_DEFAULT_PRECISION=bf16' "$dir/pinned.out" ||
   fail "SHARDLAB_DEFAULT_PRECISION=bf16 did not decide: $(grep '^dtype' "$dir/pinned.out")"
 SHARDLAB_DEFAULT_PRECISION=fp16 expect_error "SHARDLAB_DEFAULT_PRECISION" "$train" "${common[@]}" --ckpt-dir "$dir/bad"
+# A bad value on one rank only: both ranks stop with an error naming it, neither hangs.
+expect_error "another rank's SHARDLAB_DEFAULT_PRECISION is not fp32 or bf16" timeout 60 "${mpiexec[@]}" \
+  -n 1 env SHARDLAB_DEFAULT_PRECISION=fp16 "$train" "${common[@]}" --mesh data=2 --ckpt-dir "$dir/bad2" : \
+  -n 1 "$train" "${common[@]}" --mesh data=2 --ckpt-dir "$dir/bad2"
 expect_error "--bf16-matmul native applies to --precision bf16, and this run's precision is auto" \
   "$train" "${common[@]}" --ckpt-dir "$dir/bad" --bf16-matmul native
 echo "ok: --precision auto is bf16 exactly where every rank measured the bf16 kernels faster, fp32 elsewhere"

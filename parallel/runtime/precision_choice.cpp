@@ -48,12 +48,25 @@ RunConfig resolve_precision(RunConfig run, MPI_Comm world) {
   // Each rank votes; the least vote wins, so all ranks agree whatever their environment:
   // 0 fp32, 1 bf16 with its matmul path still to measure (choose_precision), 2 bf16 on the
   // bf16 kernels, measured faster here.
-  enum Vote { kFp32 = 0, kBf16 = 1, kBf16Native = 2 };
-  const DefaultPrecision mine = default_precision();
-  const int vote = mine.compute == DType::kF32 ? kFp32 : mine.measured_native ? kBf16Native : kBf16;
-  const std::string& why = mine.reason;
+  // A rank whose SHARDLAB_DEFAULT_PRECISION is not a dtype votes kRefused, so every rank
+  // stops with the error rather than wait for it in the vote.
+  enum Vote { kRefused = -1, kFp32 = 0, kBf16 = 1, kBf16Native = 2 };
+  int vote = kRefused;
+  std::string why;
+  try {
+    const DefaultPrecision mine = default_precision();
+    vote = mine.compute == DType::kF32 ? kFp32 : mine.measured_native ? kBf16Native : kBf16;
+    why = mine.reason;
+  } catch (const UserError& e) {
+    why = e.what();
+  }
   int agreed = vote;
   SL_MPI(MPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, world));
+  if (agreed == kRefused) {
+    throw UserError(vote == kRefused ? why
+                                     : "another rank's SHARDLAB_DEFAULT_PRECISION is not fp32 or bf16; set it alike "
+                                       "on every rank, or give --precision");
+  }
   run.precision = agreed == kFp32 ? "fp32" : "bf16";
   if (agreed == kBf16Native) run.bf16_matmul = "native";
   run.precision_reason = agreed == vote ? why
