@@ -18,10 +18,13 @@ tagged_pids() {
     grep -qx "$1" <<< "$env" && echo "$pid"
   done
 }
-rank_pid() {
+rank_pid() {  # looks again for up to 5 s: a loaded machine once found no rank on the first look
   local pid
-  for pid in $(tagged_pids "$1"); do
-    (tr '\0' '\n' < "/proc/$pid/environ") 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$pid"; return; }
+  for _ in $(seq 50); do
+    for pid in $(tagged_pids "$1"); do
+      (tr '\0' '\n' < "/proc/$pid/environ") 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$pid"; return; }
+    done
+    sleep 0.1
   done
 }
 checkpoints() { find "$1" -maxdepth 1 -name 'ckpt_*.h5' 2> /dev/null | sort; }
