@@ -6,8 +6,8 @@
 #    collectives on the training thread), and on 4 with two pipeline stages (each stage's
 #    leader records its part, rank 0 joins them), every tensor of every --ckpt-async
 #    checkpoint equals the synchronous run's exactly, and the losses are the same.
-# 2. kill -9 inside a background write (SHARDLAB_FAULT_WRITE_DELAY holds each write's .tmp
-#    open, so the kill surely lands in one): the last complete checkpoint loads, and
+# 2. kill -9 inside a background write (SHARDLAB_FAULT_WRITE_HOLD holds the step-2 write's
+#    .tmp open until the kill was sent, so the kill surely lands in it): the last complete checkpoint loads, and
 #    --resume latest continues with the uninterrupted run's losses, bit for bit.
 # 3. SIGTERM with a write in flight: the run saves the step in hand after that write and
 #    exits 143 only once both are on disk, no .tmp left; it resumes bit-identical.
@@ -56,19 +56,33 @@ use_layout() {  # use_layout NAME RANKS TARGET FLAGS...
   layout_flags=("$@")
 }
 
-# Starts NAME with every background write held DELAY seconds before its commit; waits until the
-# step-2 write is in flight (so the step-1 one is complete).
-# DELAY (default 1 s) holds each write open: a kill must end the job before the held write
-# commits, and a loaded machine has taken over a second to tear a job down after a rank died.
-start_held() {  # start_held NAME [DELAY]
+# Starts NAME with every background write after the first held before its commit until
+# $dir/NAME.release exists (SHARDLAB_FAULT_WRITE_HOLD), and waits until the step-2 write is
+# in flight (so the step-1 one is complete). The test sends its fault first and only then
+# releases the writes, so the fault lands inside the write however slow the machine is.
+start_held() {  # start_held NAME
   local run="$dir/$1"
-  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_DELAY=${2:-1} "${mpiexec[@]}" -n "$layout_ranks" -x SHARDLAB_FAULT_TAG \
-    -x SHARDLAB_FAULT_WRITE_DELAY "$train" "${common[@]}" "${layout_flags[@]}" --ckpt-async --metrics "$run.jsonl" \
-    --ckpt-dir "$run" > "$run.out" 2>&1 &
+  SHARDLAB_FAULT_TAG="$run" SHARDLAB_FAULT_WRITE_HOLD="$run.release" "${mpiexec[@]}" -n "$layout_ranks" \
+    -x SHARDLAB_FAULT_TAG -x SHARDLAB_FAULT_WRITE_HOLD "$train" "${common[@]}" "${layout_flags[@]}" --ckpt-async \
+    --metrics "$run.jsonl" --ckpt-dir "$run" > "$run.out" 2>&1 &
   job=$!
   started+=("$job")
-  for _ in $(seq 400); do [ -e "$run/ckpt_000002.h5.tmp" ] && break; sleep 0.05; done
+  for _ in $(seq 1200); do [ -e "$run/ckpt_000002.h5.tmp" ] && break; sleep 0.05; done
   [ -e "$run/ckpt_000002.h5.tmp" ] || fail "$1: no write of step 2 in flight"
+}
+
+# send SIGNAL NAME: SIGNAL to the target rank of run NAME. A kill leaves the writes held (a
+# rank that mpirun has yet to tear down must not commit); any other signal releases them once
+# sent, as does a failure to send.
+send() {
+  local pid
+  pid=$(rank_pid "SHARDLAB_FAULT_TAG=$dir/$2" "$layout_target")
+  if [ -n "$pid" ] && kill "-$1" "$pid"; then
+    [ "$1" = KILL ] || touch "$dir/$2.release"
+  else
+    fail "$2: no rank $layout_target to send SIG$1 to"
+    touch "$dir/$2.release"
+  fi
 }
 
 resumes_exactly() {  # resumes_exactly NAME CHECKPOINT: --resume latest picks it, losses as uninterrupted
@@ -84,8 +98,8 @@ resumes_exactly() {  # resumes_exactly NAME CHECKPOINT: --resume latest picks it
 
 faults() {  # faults TAG: parts 2 and 3 in the layout in use
   local tag=$1
-  start_held "kill$tag" 3
-  kill -9 "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/kill$tag" "$layout_target")"
+  start_held "kill$tag"
+  send KILL "kill$tag"
   wait "$job"
   [ "$(checkpoints "$dir/kill$tag" | tail -1)" = "$dir/kill$tag/ckpt_000001.h5" ] ||
     fail "kill$tag: ckpt_000001.h5 is not the newest"
@@ -94,7 +108,7 @@ faults() {  # faults TAG: parts 2 and 3 in the layout in use
     "resumed bit-identical"
 
   start_held "preempt$tag"
-  kill -TERM "$(rank_pid "SHARDLAB_FAULT_TAG=$dir/preempt$tag" "$layout_target")"
+  send TERM "preempt$tag"
   wait "$job"; rc=$?
   [ $rc = 143 ] || { fail "preempt$tag: exit $rc, not 143"; tail -5 "$dir/preempt$tag.out"; }
   ls "$dir/preempt$tag"/*.tmp > /dev/null 2>&1 && fail "preempt$tag: a .tmp file is left"

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 
 #include "framework/error.h"
 #include "parallel/comm/comm.h"
@@ -12,12 +13,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// For tests only: SHARDLAB_FAULT_WRITE_DELAY=S keeps a background write's "<path>.tmp" open
-// S seconds before its commit, so that a kill -9 or a signal surely lands inside the write
-// (tests/fault_async.sh).
+// For tests only: SHARDLAB_FAULT_WRITE_HOLD=<file> keeps every background write after the
+// run's first one open ("<path>.tmp" written, not committed) until <file> exists, at most two
+// minutes. A kill -9 or a signal then surely lands inside a write however loaded the machine
+// is: tests/fault_async.sh makes the file only after its fault was sent.
 void hold_before_commit() {
-  if (const char* seconds = std::getenv("SHARDLAB_FAULT_WRITE_DELAY")) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(seconds)));
+  static std::atomic<int> writes{0};
+  const char* release = std::getenv("SHARDLAB_FAULT_WRITE_HOLD");
+  if (!release || writes++ == 0) return;
+  const auto deadline = Clock::now() + std::chrono::minutes(2);
+  while (!std::filesystem::exists(release) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 

@@ -17,8 +17,8 @@
 // save or finish(), raises it as the same UserError on every rank. The destructor (an
 // exception leaving the loop) waits for a write in flight, raising nothing.
 //
-// For tests only: SHARDLAB_FAULT_WRITE_DELAY=S holds each background write S seconds
-// before its commit, its .tmp file open (tests/fault_async.sh).
+// For tests only: SHARDLAB_FAULT_WRITE_HOLD=<file> holds every background write after the
+// first before its commit, its .tmp file open, until <file> exists (tests/fault_async.sh).
 //
 //   Checkpointer checkpoints(mesh, parallel_model, run);
 //   for (...) { step; checkpoints.check(); if (due) blocked = checkpoints.save(path, *optimizer, state); }
