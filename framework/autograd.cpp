@@ -46,7 +46,16 @@ Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, Backw
   if (!needs_grad(inputs)) return output;
   auto node = std::make_shared<Node>();
   node->name = std::move(name);
-  node->inputs = std::move(inputs);
+  node->edges.reserve(inputs.size());
+  for (const Tensor& input : inputs) {
+    Edge edge;
+    if (input.defined() && input.grad_fn()) {
+      edge.node = input.grad_fn();
+    } else if (input.defined() && input.requires_grad()) {
+      edge.leaf = input;
+    }
+    node->edges.push_back(std::move(edge));
+  }
   node->backward = std::move(backward);
   output.set_grad_fn(std::move(node));
   return output;
@@ -64,8 +73,6 @@ void accumulate_grad(Tensor& target, const Tensor& delta) {
 }
 
 namespace {
-
-bool is_leaf(const Tensor& t) { return t.defined() && !t.grad_fn() && t.requires_grad(); }
 
 // Adds `grad` to a running sum. Gradients may alias each other (add returns one tensor for
 // both inputs), so a merge writes into a fresh tensor rather than in place.
@@ -99,7 +106,7 @@ void run_backward(const Tensor& root, const Tensor& seed) {
     return;
   }
   // Reverse topological order of the nodes reachable from root (iterative DFS), counting
-  // the edges into each leaf. `order` owns the nodes: clearing a node's inputs below would
+  // the edges into each leaf. `order` owns the nodes: clearing a node's edges below would
   // otherwise free its children.
   std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen{root.grad_fn().get()};
@@ -107,14 +114,14 @@ void run_backward(const Tensor& root, const Tensor& seed) {
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root.grad_fn(), 0}};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    if (next < node->inputs.size()) {
-      const Tensor& input = node->inputs[next++];
-      if (is_leaf(input)) {
-        LeafSlot& slot = leaves[input.impl()];
-        slot.leaf = input;
+    if (next < node->edges.size()) {
+      const Edge& edge = node->edges[next++];
+      if (edge.leaf.defined()) {
+        LeafSlot& slot = leaves[edge.leaf.impl()];
+        slot.leaf = edge.leaf;
         ++slot.expected;
-      } else if (input.defined() && input.grad_fn() && seen.insert(input.grad_fn().get()).second) {
-        stack.push_back({input.grad_fn(), 0});
+      } else if (edge.node && seen.insert(edge.node.get()).second) {
+        stack.push_back({edge.node, 0});
       }
     } else {
       order.push_back(node);
@@ -122,8 +129,8 @@ void run_backward(const Tensor& root, const Tensor& seed) {
     }
   }
 
-  auto arrive = [&leaves](const Tensor& input, const Tensor* grad) {
-    LeafSlot& slot = leaves.at(input.impl());
+  auto arrive = [&leaves](const Tensor& leaf, const Tensor* grad) {
+    LeafSlot& slot = leaves.at(leaf.impl());
     if (grad && grad->defined()) merge_into(slot.sum, *grad);
     if (++slot.arrived == slot.expected && slot.sum.defined()) {
       accumulate_grad(slot.leaf, slot.sum);
@@ -137,27 +144,27 @@ void run_backward(const Tensor& root, const Tensor& seed) {
     Node* node = it->get();
     auto found = pending.find(node);
     if (found == pending.end()) {  // no gradient reached this node: its leaf edges arrive empty
-      for (const Tensor& input : node->inputs) {
-        if (is_leaf(input)) arrive(input, nullptr);
+      for (const Edge& edge : node->edges) {
+        if (edge.leaf.defined()) arrive(edge.leaf, nullptr);
       }
       continue;
     }
     Tensor grad_out = std::move(found->second);
     pending.erase(found);
     std::vector<Tensor> grads = node->backward(grad_out);
-    SL_ASSERT(grads.size() == node->inputs.size(), "node " + node->name + " returned " +
-                                                       std::to_string(grads.size()) + " gradients for " +
-                                                       std::to_string(node->inputs.size()) + " inputs");
+    SL_ASSERT(grads.size() == node->edges.size(), "node " + node->name + " returned " + std::to_string(grads.size()) +
+                                                      " gradients for " + std::to_string(node->edges.size()) +
+                                                      " inputs");
     for (size_t i = 0; i < grads.size(); ++i) {
-      const Tensor& input = node->inputs[i];
-      if (is_leaf(input)) {
-        arrive(input, &grads[i]);
-      } else if (grads[i].defined() && input.defined() && input.grad_fn()) {
-        merge_into(pending[input.grad_fn().get()], grads[i]);
+      const Edge& edge = node->edges[i];
+      if (edge.leaf.defined()) {
+        arrive(edge.leaf, &grads[i]);
+      } else if (grads[i].defined() && edge.node) {
+        merge_into(pending[edge.node.get()], grads[i]);
       }
     }
     // Free the graph behind us: activations saved by this node die here.
-    node->inputs.clear();
+    node->edges.clear();
     node->backward = nullptr;
   }
 }
@@ -179,7 +186,7 @@ DeferWeightGradients::DeferWeightGradients(WeightGradients& into) : previous_(de
 DeferWeightGradients::~DeferWeightGradients() { deferring_into = previous_; }
 
 bool defer_gradient(const Tensor& leaf, std::function<Tensor()> compute) {
-  if (!deferring_into || !is_leaf(leaf)) return false;
+  if (!deferring_into || !leaf.defined() || leaf.grad_fn() || !leaf.requires_grad()) return false;
   deferring_into->add(leaf, std::move(compute));
   return true;
 }

@@ -1,9 +1,14 @@
 // Reverse-mode autograd over a graph of Nodes.
 //
 // Every differentiable op produces one output tensor whose grad_fn is a Node: the op's
-// name, the input tensors, and a backward function that maps the output's gradient to
-// one gradient per input (an undefined Tensor where an input needs none). A custom
-// function -- a differentiable collective, say -- is just another Node:
+// name, one edge per input, and a backward function that maps the output's gradient to
+// one gradient per input (an undefined Tensor where an input needs none). An edge holds
+// the node that made its input, or the input itself where it is a leaf that wants a
+// gradient (a weight) -- never an intermediate's data: what backward needs, the backward
+// function captures, so an activation no backward reads is freed as soon as the forward
+// is done with it, and an op may keep a smaller form of what it reads (a bf16 matmul keeps
+// its bf16 operand, framework/ops/matmul.h). A custom function -- a differentiable
+// collective, say -- is just another Node:
 //
 //   Tensor y = Tensor::empty(x.shape());
 //   ... forward: fill y ...
@@ -28,9 +33,16 @@ namespace shardlab {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
+// One input of a Node as backward walks it: the node that made it (an intermediate), the
+// input itself (a leaf that requires a gradient), or neither (a constant: no gradient).
+struct Edge {
+  std::shared_ptr<Node> node;
+  Tensor leaf;
+};
+
 struct Node {
   std::string name;
-  std::vector<Tensor> inputs;
+  std::vector<Edge> edges;  // one per input, in the order of record()'s inputs
   BackwardFn backward;
 };
 

@@ -7,6 +7,7 @@
 #include "framework/autograd.h"
 #include "framework/memory.h"
 #include "framework/ops.h"
+#include "framework/precision.h"
 #include "tests/gradcheck.h"
 
 using namespace shardlab;
@@ -237,7 +238,31 @@ TEST_CASE("gradients of a shared input sum; backward frees the graph") {
   Tensor y = ops::sum(ops::add(ops::mul(a, a), a));  // dy/da = 2a + 1
   y.backward();
   for (int i = 0; i < 4; ++i) CHECK(a.grad().data()[i] == doctest::Approx(2 * a.data()[i] + 1));
-  CHECK(y.grad_fn()->inputs.empty());
+  CHECK(y.grad_fn()->edges.empty());
+}
+
+TEST_CASE("the graph keeps no intermediate that no backward reads; a bf16 linear keeps its input's bf16 copy") {
+  Tensor a = random_tensor({64, 64}, 1).set_requires_grad(true);
+  const auto live = [] { return MemoryTracker::live(MemoryCategory::Activations); };
+  Tensor mid = ops::scale(a, 2.0f);           // read by no backward: add and scale keep nothing
+  Tensor y = ops::sum(ops::add(mid, a));
+  const int64_t with_mid = live();
+  mid = Tensor();
+  CHECK(live() == with_mid - 64 * 64 * static_cast<int64_t>(sizeof(float)));  // freed: the graph held no copy
+  y.backward();
+  CHECK(a.grad().data()[0] == doctest::Approx(3.0f));
+  // linear's backward keeps x as it multiplied it: x itself in fp32, a bf16 copy under bf16.
+  Tensor w = random_tensor({32, 64}, 2).set_requires_grad(true);
+  for (const Bf16Matmul path : {Bf16Matmul::kNative, Bf16Matmul::kRounded}) {
+    const PrecisionScope scope({.compute = DType::kBF16, .matmul = path});
+    Tensor x = ops::scale(a, 1.0f);
+    const int64_t before = live();
+    Tensor out = ops::sum(ops::linear(x, w));
+    x = Tensor();  // x's fp32 values: freed, the linear node keeps its own copy
+    const int64_t copy = path == Bf16Matmul::kNative ? 2 : 4;
+    CHECK(live() - before == 64 * 64 * (copy - 4) + 64 * 32 * 4 + 4);  // the copy for x, the output, the sum
+    out.backward();
+  }
 }
 
 TEST_CASE("no-grad guard records nothing; memory tracker counts storage") {

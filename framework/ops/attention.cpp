@@ -109,11 +109,13 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
     }
   }
 
-  return record(y, "causal_attention", {qkv}, [qkv, probs, a, scale, out_row, precision](const Tensor& gy) {
+  // Backward keeps Q, K, V as the matmuls read them (bf16 under a bf16 policy), not qkv.
+  return record(y, "causal_attention", {qkv}, [qkv_in, qkv_shape = qkv.shape(), probs, a, scale, out_row,
+                                               precision](const Tensor& gy) {
     // Not zeroed: the last row block sees every key, so running the blocks last to first,
     // group 0's last block writes all of dK and dV and every later block accumulates. dQ
     // rows are written exactly once.
-    Tensor gqkv = Tensor::empty(qkv.shape());
+    Tensor gqkv = Tensor::empty(qkv_shape);
     int64_t largest = 0;
     std::vector<int64_t> probs_offset(a.blocks());  // of row block r within a group
     for (int64_t r = 0, offset = 0; r < a.blocks(); offset += a.scores_size(r), ++r) {
@@ -121,7 +123,7 @@ Tensor causal_attention(const Tensor& qkv, int n_heads, int n_kv_heads) {
       probs_offset[r] = offset;
     }
     Tensor dp = Tensor::empty({largest});
-    const MatmulOperand qkv_in(qkv, precision), gy_in(gy, precision);
+    const MatmulOperand gy_in(gy, precision);
     float* out = gqkv.data();
     for (int64_t g = 0; g < a.G; ++g) {
       for (int64_t r = a.blocks() - 1; r >= 0; --r) {

@@ -18,10 +18,10 @@ int64_t broadcast_count(const Tensor& a, const Tensor& b) {
 }
 
 // Sums the `repeat` copies of a b-shaped block inside g (the gradient of a broadcast).
-Tensor reduce_to(const Tensor& g, const Tensor& b, int64_t repeat) {
+Tensor reduce_to(const Tensor& g, const Shape& b_shape, int64_t repeat) {
   if (repeat == 1) return g;
-  Tensor out = Tensor::zeros(b.shape());
-  const int64_t n = b.numel();
+  Tensor out = Tensor::zeros(b_shape);
+  const int64_t n = g.numel() / repeat;
   const float* src = g.data();
   float* dst = out.data();
   for (int64_t r = 0; r < repeat; ++r) {
@@ -75,8 +75,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
   const int64_t n = b.numel();
   Tensor y = Tensor::empty(a.shape());
   broadcast_apply(a.data(), b.data(), y.data(), repeat, n, [](float u, float v) { return u + v; });
-  return record(y, "add", {a, b}, [b, repeat](const Tensor& gy) {
-    return std::vector<Tensor>{gy, b.requires_grad() ? reduce_to(gy, b, repeat) : Tensor()};
+  // Keeps no operand: a residual add's inputs are freed once no other backward needs them.
+  return record(y, "add", {a, b}, [b_shape = b.shape(), b_grad = b.requires_grad(), repeat](const Tensor& gy) {
+    return std::vector<Tensor>{gy, b_grad ? reduce_to(gy, b_shape, repeat) : Tensor()};
   });
 }
 

@@ -172,22 +172,25 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   SL_ASSERT(!b.defined() || (b.ndim() == 1 && b.dim(0) == w.dim(0)), "linear: bias shape");
 }
 
-// Records linear's backward on its output y. Its operands are converted to the forward's
-// precision again in backward rather than kept: the graph holds x and w anyway.
-Tensor record_linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, const ComputePrecision& precision) {
+// Records linear's backward on its output y. Backward keeps x as the forward multiplied it
+// (`xs`: x itself in fp32, its bf16 copy under bf16), never x's fp32 values beside a copy:
+// under bf16 a Linear's saved input takes half the bytes, and backward converts it no more.
+Tensor record_linear(const Tensor& x, const MatmulOperand& xs, const Tensor& w, const Tensor& b, Tensor y,
+                     const ComputePrecision& precision) {
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
-  return record(y, "linear", {x, w, b}, [x, w, b, M, N, K, precision](const Tensor& gy) {
+  return record(y, "linear", {x, w, b}, [xs, x_shape = x.shape(), x_grad = x.requires_grad(), w, b, M, N, K,
+                                         precision](const Tensor& gy) {
     Tensor gx, gw, gb;
     const MatmulOperand go(gy, precision);
-    if (x.requires_grad()) {  // gx[M,K] = gy[M,N] · w[N,K]
-      gx = Tensor::empty(x.shape());
+    if (x_grad) {  // gx[M,K] = gy[M,N] · w[N,K]
+      gx = Tensor::empty(x_shape);
       matmul_raw(go, 0, MatView::matrix(M, N, N), MatmulOperand(w, precision), 0, MatView::matrix(N, K, K), gx.data(),
                  MatView::matrix(M, K, K));
     }
     const auto weight_grad_of = [=](const MatmulOperand& g_y) {  // gw[N,K] = gy^T[N,M] · x[M,K]
       Tensor g = Tensor::empty(w.shape());
-      matmul_raw(g_y, 0, MatView::matrix(N, M, N, true), MatmulOperand(x, precision), 0, MatView::matrix(M, K, K),
-                 g.data(), MatView::matrix(N, K, K));
+      matmul_raw(g_y, 0, MatView::matrix(N, M, N, true), xs, 0, MatView::matrix(M, K, K), g.data(),
+                 MatView::matrix(N, K, K));
       return g;
     };
     // Deferred, it converts gy again when it runs rather than keep a converted copy waiting.
@@ -225,15 +228,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
   const Tensor bias = compute_value(b);
+  const MatmulOperand xs(x, precision);
   if (!precision.bf16() && M <= kMatvecMaxRows) {  // a decode step's few rows: stream the weight once
     matvec(x.data(), w.data(), b.defined() ? bias.data() : nullptr, y.data(), M, N, K);
   } else {
-    matmul_raw(MatmulOperand(x, precision), 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0,
-               MatView::matrix(K, N, K, /*trans=*/true), y.data(), MatView::matrix(M, N, N), {.bias = b.defined()},
-               b.defined() ? bias.data() : nullptr);
+    matmul_raw(xs, 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0, MatView::matrix(K, N, K, /*trans=*/true),
+               y.data(), MatView::matrix(M, N, N), {.bias = b.defined()}, b.defined() ? bias.data() : nullptr);
   }
   g_linear_forwards.fetch_add(1, std::memory_order_relaxed);
-  return record_linear(x, w, b, y, precision);
+  return record_linear(x, xs, w, b, y, precision);
 }
 
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
@@ -241,7 +244,16 @@ Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, con
   SL_ASSERT(y.numel() == x.numel() / w.dim(1) * w.dim(0), "linear_with_output: output " + shape_str(y.shape()) +
                                                               " does not match x " + shape_str(x.shape()) + " and weight " +
                                                               shape_str(w.shape()));
-  return record_linear(x, w, b, y.detach(), compute_precision());
+  const ComputePrecision precision = compute_precision();
+  return record_linear(x, needs_grad({&x, &w, &b}) ? MatmulOperand(x, precision) : MatmulOperand(), w, b, y.detach(),
+                       precision);
+}
+
+Tensor linear_with_output(const Tensor& x, const MatmulOperand& xs, const Tensor& w, const Tensor& b, const Tensor& y) {
+  SL_ASSERT(w.ndim() == 2 && x.dim(-1) == w.dim(1) && y.numel() == x.numel() / w.dim(1) * w.dim(0),
+            "linear_with_output: x " + shape_str(x.shape()) + ", weight " + shape_str(w.shape()) + ", output " +
+                shape_str(y.shape()));
+  return record_linear(x, xs, w, b, y.detach(), compute_precision());
 }
 
 Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -256,8 +268,8 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   };
   Tensor y = Tensor::empty({G, M, N});
   const ComputePrecision precision = compute_precision();
-  matmul_raw(MatmulOperand(x, precision), 0, view(M, K, false), MatmulOperand(w, precision), 0, view(K, N, true),
-             y.data(), view(M, N, false));
+  const MatmulOperand xs(x, precision);  // kept for backward as multiplied (record_linear says why)
+  matmul_raw(xs, 0, view(M, K, false), MatmulOperand(w, precision), 0, view(K, N, true), y.data(), view(M, N, false));
   if (b.defined()) {
     const Tensor bc = compute_value(b);
     for (int64_t g = 0; g < G; ++g) {
@@ -269,18 +281,18 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       }
     }
   }
-  return record(y, "batched_linear", {x, w, b}, [x, w, b, G, M, N, K, view, precision](const Tensor& gy) {
+  return record(y, "batched_linear", {x, w, b}, [xs, x_shape = x.shape(), x_grad = x.requires_grad(), w, b, G, M, N, K,
+                                                 view, precision](const Tensor& gy) {
     Tensor gx, gw, gb;
     const MatmulOperand go(gy, precision);
-    if (x.requires_grad()) {  // gx[g] = gy[g] · w[g]
-      gx = Tensor::empty(x.shape());
+    if (x_grad) {  // gx[g] = gy[g] · w[g]
+      gx = Tensor::empty(x_shape);
       matmul_raw(go, 0, view(M, N, false), MatmulOperand(w, precision), 0, view(N, K, false), gx.data(),
                  view(M, K, false));
     }
     if (w.requires_grad()) {  // gw[g] = gy[g]^T · x[g]
       gw = Tensor::empty(w.shape());
-      matmul_raw(go, 0, view(N, M, true), MatmulOperand(x, precision), 0, view(M, K, false), gw.data(),
-                 view(N, K, false));
+      matmul_raw(go, 0, view(N, M, true), xs, 0, view(M, K, false), gw.data(), view(N, K, false));
     }
     if (b.defined() && b.requires_grad()) {  // gb[g] = column sums of gy[g]
       gb = Tensor::zeros(b.shape());
@@ -313,20 +325,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return MatView::batched({1, batch, rows, cols}, {batch * rows * cols, rows * cols, trans ? 1 : cols, trans ? rows : 1});
   };
   const ComputePrecision precision = compute_precision();
-  matmul_raw(MatmulOperand(a, precision), 0, view(M, K, false), MatmulOperand(b, precision), 0, view(K, N, false),
-             c.data(), view(M, N, false));
-  return record(c, "matmul", {a, b}, [a, b, M, N, K, view, precision](const Tensor& gc) {
+  const MatmulOperand as(a, precision), bs(b, precision);  // kept for backward as multiplied
+  matmul_raw(as, 0, view(M, K, false), bs, 0, view(K, N, false), c.data(), view(M, N, false));
+  return record(c, "matmul", {a, b}, [as, bs, a_shape = a.shape(), b_shape = b.shape(), a_grad = a.requires_grad(),
+                                      b_grad = b.requires_grad(), M, N, K, view, precision](const Tensor& gc) {
     Tensor ga, gb;
     const MatmulOperand go(gc, precision);
-    if (a.requires_grad()) {  // ga[M,K] = gc[M,N] · b^T[N,K]
-      ga = Tensor::empty(a.shape());
-      matmul_raw(go, 0, view(M, N, false), MatmulOperand(b, precision), 0, view(N, K, true), ga.data(),
-                 view(M, K, false));
+    if (a_grad) {  // ga[M,K] = gc[M,N] · b^T[N,K]
+      ga = Tensor::empty(a_shape);
+      matmul_raw(go, 0, view(M, N, false), bs, 0, view(N, K, true), ga.data(), view(M, K, false));
     }
-    if (b.requires_grad()) {  // gb[K,N] = a^T[K,M] · gc[M,N]
-      gb = Tensor::empty(b.shape());
-      matmul_raw(MatmulOperand(a, precision), 0, view(K, M, true), go, 0, view(M, N, false), gb.data(),
-                 view(K, N, false));
+    if (b_grad) {  // gb[K,N] = a^T[K,M] · gc[M,N]
+      gb = Tensor::empty(b_shape);
+      matmul_raw(as, 0, view(K, M, true), go, 0, view(M, N, false), gb.data(), view(K, N, false));
     }
     return std::vector<Tensor>{ga, gb};
   });

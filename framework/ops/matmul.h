@@ -54,7 +54,9 @@ void matmul_raw(const Bf16* a, const MatView& av, const Bf16* b, const MatView& 
 // A matmul operand as a precision multiplies it: the fp32 values themselves (fp32), a bf16
 // copy (bf16, native kernels) or a bf16-rounded fp32 copy (bf16, rounded path). Cheap to
 // copy; it keeps its values alive. A weight with a live ComputeCopies copy
-// (compute_copies.h) takes that copy instead of being converted again.
+// (compute_copies.h) takes that copy instead of being converted again. linear,
+// batched_linear, matmul and causal_attention keep their inputs for backward in this form,
+// so under bf16 a saved activation takes half the bytes and is converted once.
 class MatmulOperand {
  public:
   MatmulOperand() = default;
@@ -88,6 +90,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 // The same op when its output y is already known (computed earlier and saved, as
 // selective rematerialisation does): records linear's backward without multiplying.
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y);
+// The same with x kept as `xs`, its operand in this thread's precision: backward reads xs,
+// never x's values (x may be Tensor::unallocated, a shape that receives the gradient).
+Tensor linear_with_output(const Tensor& x, const MatmulOperand& xs, const Tensor& w, const Tensor& b, const Tensor& y);
 
 // G linear layers at once (the experts of an MoE layer: a grouped GEMM):
 // y[g, M, N] = x[g, M, K] · w[g, N, K]^T (+ b[g, N]). b may be undefined.

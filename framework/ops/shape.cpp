@@ -126,10 +126,12 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
     starts.push_back(start);
     start += t.dim(dim);
   }
-  return record(y, "concat", xs, [xs, dim, starts](const Tensor& gy) {
+  std::vector<int64_t> lengths;
+  for (const Tensor& t : xs) lengths.push_back(t.dim(dim));
+  return record(y, "concat", xs, [dim, starts, lengths](const Tensor& gy) {
     std::vector<Tensor> grads;
     NoGradGuard no_grad;
-    for (size_t i = 0; i < xs.size(); ++i) grads.push_back(narrow(gy, dim, starts[i], xs[i].dim(dim)).clone());
+    for (size_t i = 0; i < starts.size(); ++i) grads.push_back(narrow(gy, dim, starts[i], lengths[i]).clone());
     return grads;
   });
 }

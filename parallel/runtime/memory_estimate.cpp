@@ -39,7 +39,8 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   // One microbatch of this rank's rows, each its T/c positions under the context axis.
   const double rows = static_cast<double>(run.batch) / layout.data_ranks() / run.grad_accum;
   const double tokens = rows * static_cast<double>(run.sequence_length()) / layout.context;
-  const double local = cost::model_shard_params(cost::count_params(shape), layout.tensor, layout.pipe, layout.expert);
+  const cost::ParamCounts counts = cost::count_params(shape);
+  const double local = cost::model_shard_params(counts, layout.tensor, layout.pipe, layout.expert);
   // ZeRO shards as DataAxes does. Accumulating microbatches keeps the whole gradient until the last.
   const bool data_axis = std::any_of(layout.axes.begin(), layout.axes.end(),
                                      [](const parallel::AxisSpec& a) { return a.name == parallel::kDataAxis; });
@@ -51,6 +52,15 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   m.grads = sizeof(float) * share.grads;
   m.optimizer = 2 * sizeof(float) * share.optimizer;
   m.buffers = sizeof(float) * share.gathered;
+  if ((run.zero == 1 || run.zero == 2) && shards > 1) {  // ZeroDataParallel::finish_step (data_parallel/zero.cpp)
+    // One gradient bucket at a time (at most --bucket-mb; the experts' parameters, grouped
+    // apart, fill buckets of their own): its packed and gathered parameters (under bf16
+    // also the bf16 received, half, and this rank's bf16 slice), beside this rank's slice
+    // of the reduced gradient.
+    const double experts = counts.experts / (layout.tensor * layout.pipe * layout.expert);
+    const double bucket = std::min(run.bucket_mb * (1 << 20) / sizeof(float), std::max(local - experts, experts));
+    m.staging = sizeof(float) * (bucket * (2 + (run.precision == "bf16" ? 0.5 + 0.5 / shards : 0.0)) + local / shards);
+  }
   m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
   if (parse_wire_dtype(run.reduce_dtype, "--reduce-dtype") == DType::kInt8) {
     // A residual per reduction (parallel/data_parallel/error_feedback.h): the whole local

@@ -2,6 +2,8 @@
 // the flags to change, instead of failing in std::bad_alloc midway.
 #pragma once
 
+#include <algorithm>
+
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/layout.h"
 #include "parallel/runtime/run_config.h"
@@ -14,9 +16,16 @@ struct MemoryEstimate {
   double activations = 0;                       // their peak: activation_parts.peak()
   double buffers = 0;                           // ZeRO-3's gathered parameters
   double feedback = 0;                          // int8 gradient wire: error-feedback residuals
+  // ZeRO-1/2's all_gather of the updated parameters after the step: the packed local
+  // parameters and the gathered ones (and the bf16 wire's buffers) beside the gradient
+  // slice, activations and whole gradients freed.
+  double staging = 0;
   bool grads_held = false;  // gradients of earlier microbatches are alive as backward starts
-  // The peak of live bytes (cost::shardlab_peak_bytes).
-  double total() const { return cost::shardlab_peak_bytes(params + optimizer + buffers + feedback, grads, grads_held, activation_parts); }
+  // The peak of live bytes: the step's (cost::shardlab_peak_bytes) or the gather's after it.
+  double total() const {
+    const double state = params + optimizer + buffers + feedback;
+    return std::max(cost::shardlab_peak_bytes(state, grads, grads_held, activation_parts), state + staging);
+  }
 };
 
 // Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,

@@ -48,13 +48,17 @@ Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor&
   }
   std::vector<Tensor> inputs{x, w};
   if (b.defined()) inputs.push_back(b);
-  // backward: dX = reduce_scatter(dY · W) over tensor; dW, db from the gathered X
+  // backward: dX = reduce_scatter(dY · W) over tensor; dW, db from the gathered X, kept as
+  // the matmul reads it (bf16 under a bf16 policy; ops::linear keeps its input so too).
+  const ComputePrecision precision = compute_precision();
   return record(y, "all_gather_linear(" + tensor.name() + ")", inputs,
-                [&tensor, gathered, w, b, wire, y = y.detach(), x_shape = x.shape()](const Tensor& gy) {
-                  Tensor xg = gathered.detach().set_requires_grad(true);
+                [&tensor, gathered_in = MatmulOperand(gathered, precision), gathered_shape, precision, w, b, wire,
+                 y = y.detach(), x_shape = x.shape()](const Tensor& gy) {
+                  const PrecisionScope scope(precision);
+                  Tensor xg = Tensor::unallocated(gathered_shape).set_requires_grad(true);
                   Tensor wd = w.detach().set_requires_grad(true);
                   Tensor bd = b.defined() ? b.detach().set_requires_grad(true) : Tensor();
-                  run_backward(ops::linear_with_output(xg, wd, bd, y), gy);
+                  run_backward(ops::linear_with_output(xg, gathered_in, wd, bd, y), gy);
                   Tensor gx = scatter_to_group(tensor, xg.grad().detach(), Algorithm::kAuto, wire);
                   std::vector<Tensor> grads{ops::reshape(gx, x_shape).detach(), wd.grad()};
                   if (bd.defined()) grads.push_back(bd.grad());

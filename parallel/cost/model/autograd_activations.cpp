@@ -34,41 +34,51 @@ double attention_saved_elements(const TransformerShape& s, const ActivationQuery
   return kv * (q.context_allgather ? q.context + 1 : 1) + static_cast<double>(s.heads);
 }
 
-// The MLP's hidden activations per row it sees: GELU keeps fc and gelu outputs, SwiGLU
-// gate, up and their product.
-double hidden_per_row(const TransformerShape& s) { return (s.gated_mlp ? 3.0 : 2.0) * static_cast<double>(s.d_ff); }
+// A matmul's input as its backward keeps it, in fp32 elements: a bf16 copy (half) under
+// oneDNN's bf16 kernels, else fp32 values (the input itself, or its bf16-rounded copy).
+double kept_matmul_input(const ActivationQuery& q) { return q.matmul_copy_bytes == 2 ? 0.5 : 1.0; }
+
+// The MLP's hidden activations per row it sees: GELU keeps its input (fc's output) and the
+// output projection its output; SwiGLU keeps gate and up, the output projection their
+// product.
+double hidden_per_row(const TransformerShape& s, const ActivationQuery& q) {
+  return ((s.gated_mlp ? 2.0 : 1.0) + kept_matmul_input(q)) * static_cast<double>(s.d_ff);
+}
 
 }  // namespace
 
 BlockActivations shardlab_block_elements(const TransformerShape& s, const ActivationQuery& q, bool moe) {
   const double d = s.d_model, t = q.tensor, qkv = static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim);
-  const double heads_out = static_cast<double>(s.heads * s.head_dim);
+  const double heads_out = static_cast<double>(s.heads * s.head_dim), m = kept_matmul_input(q);
   const double stats = s.layer_norm ? 4 : 2;  // per norm: mean and rstd, or rstd
-  const bool rope = s.learned_positions == 0;
   BlockActivations b;
-  // The residual stream and the norms: x, norm1, the attention projection's output, h,
-  // norm2, the feed-forward's output (each region's exit adds its all_reduce output, or
-  // with sequence parallelism keeps the gathered norm outputs full and the rest divided).
-  // A row-parallel Linear adds its bias after the reduction: one more stream-wide tensor.
-  const double exits = q.tensor > 1 ? 2 * (s.bias ? 2 : 1) * d : 0, exits_sp = s.bias ? 2 * d : 0;
+  // The residual stream (the block's input and h, kept by the norms that read them) and the
+  // norms' outputs, kept by the matmuls that read them. A residual add, an all_reduce and a
+  // reduce_scatter keep nothing, so each region's exit leaves nothing behind. Under sequence
+  // parallelism the stream and the norms are divided, and the matmuls keep the all_gathered
+  // norm outputs, full width.
   if (q.tensor > 1 && q.sequence_parallel) {
-    b.replicated = 4 * d;
-    b.divided = (6 * d + stats + exits_sp) / t;
+    b.replicated = 2 * m * d;
+    b.divided = (2 * d + stats) / t;
   } else {
-    b.replicated = 6 * d + stats + exits;
+    b.replicated = (2 + 2 * m) * d + stats;
   }
-  // Attention: Q/K/V (and its RoPE copy), the heads' output and what it keeps for backward.
-  b.divided += ((rope ? 2 : 1) * qkv + heads_out + attention_saved_elements(s, q)) / t;
+  // Attention: Q/K/V after RoPE as its matmuls read them, the heads' output as the output
+  // projection keeps it, and what attention keeps for backward. Context parallelism's
+  // attention keeps Q/K/V and its output in fp32 (a bf16 projection its own copy beside).
+  const bool context = q.context > 1;
+  const double heads_kept = context ? 1 + (q.matmul_copy_bytes > 0 ? m : 0) : m;
+  b.divided += ((context ? 1 : m) * qkv + heads_kept * heads_out + attention_saved_elements(s, q)) / t;
   if (!moe) {
-    b.divided += hidden_per_row(s) / t;
+    b.divided += hidden_per_row(s, q) / t;
     return b;
   }
-  // MoE: router logits and probabilities (and z-loss's copy), then per capacity slot the
-  // dispatched row, the expert's hidden activations and its output; the combined output.
+  // MoE: the router's probabilities (softmax's output, and z-loss's own) and the top-k
+  // gates, then per capacity slot the dispatched row (as the experts' matmul keeps it), the
+  // expert's hidden activations and its output, kept by the combine.
   const double slots = expert_slots_per_token(s, q);
-  b.replicated += 3.0 * static_cast<double>(s.experts) + static_cast<double>(s.top_k) + d +
-                  slots * 2 * d * (q.expert > 1 ? 2 : 1);  // expert parallelism: both all_to_all buffers
-  b.divided += slots * hidden_per_row(s) / t;
+  b.replicated += 2.0 * static_cast<double>(s.experts) + static_cast<double>(s.top_k) + slots * (1 + m) * d;
+  b.divided += slots * hidden_per_row(s, q) / t;
   return b;
 }
 
@@ -82,18 +92,18 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   double per_token = 0;   // kept for every microbatch in flight
   double recompute = 0;   // once: a block being recomputed
   const double block_input = q.tensor > 1 && q.sequence_parallel ? d / t : d;
-  // A recomputed block's backward peaks in its MLP, on top of the block it recomputed:
-  // SwiGLU's backward holds the gate's and the up-projection's gradients (2 F); GELU's
-  // output projection holds its output's gradient (D), its input's (F) and its weight's
-  // gradient (D x F for the whole microbatch) before that is accumulated.
-  const double f = static_cast<double>(s.d_ff) / t;
-  // Under bf16 its matmuls also hold copies of the operands they multiply (GELU's: about as
-  // many again; SwiGLU's: one hidden width), at the copies' bytes, and the recomputed
-  // attention its copy of Q, K and V and of its output's gradient.
+  // A block's backward peaks in its MLP (the last block's first, on top of every kept
+  // tensor; under remat on top of the block it recomputed), beside the gradient of the
+  // block's output (D): SwiGLU's backward holds its input's gradient (F) and makes the
+  // gate's and the up-projection's (2 F), freeing the product the down-projection kept;
+  // GELU's output projection holds its input's gradient (F) and its weight's (D x F for the
+  // whole microbatch) before that is accumulated.
+  const double f = static_cast<double>(s.d_ff) / t, per_token_weight = d * f / std::max(1.0, q.tokens);
+  const double mlp = s.gated_mlp ? d + 3 * f - kept_matmul_input(q) * f : d + f + per_token_weight;
+  // Under bf16 GELU's output projection also converts the output gradient it multiplies
+  // (D, at the copies' bytes; its input it kept converted).
   const double copies = q.matmul_copy_bytes / sizeof(float);
-  const double attention_copy = static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t + d;
-  const double mlp = s.gated_mlp ? 2.0 * f : d + f + d * f / std::max(1.0, q.tokens);
-  const double backward_transient = mlp + copies * (s.gated_mlp ? f : mlp) + copies * attention_copy;
+  const double backward_transient = mlp + (s.gated_mlp ? 0 : copies * d);
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
@@ -119,30 +129,33 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   // vocabulary-parallel embedding adds its partial sum before the reduction).
   if (q.embedding) per_token += (s.learned_positions > 0 ? d : 0) + (q.tensor > 1 ? d : 0);
   if (!q.head) per_token += block_input;  // the stage's output, until the next stage's gradient returns
-  // The last stage's head -- final block output, final norm, logits and softmax (V/t each)
-  // -- and, as backward starts, the logits' gradient: gone before the first block is
-  // recomputed.
+  // The last stage's head -- final block output, final norm (as the head's matmul keeps it)
+  // and cross entropy's softmax (V/t; the logits are freed once it is taken) -- and, as
+  // backward starts, the logits' gradient: gone before the first block is recomputed.
   // The fused head keeps no logits: while its backward runs, a chunk and its operand copy,
   // the input's gradient (D per token) and the weight's, [V/t, D], which it fills chunk by chunk.
   const double vocab = static_cast<double>(s.vocab) / t;
   const bool fused = q.fused_head_chunk_bytes > 0;
-  const double head = !q.head ? 0 : (fused ? 3 * d : 2 * d + 3 * vocab) + (s.layer_norm ? 2 : 1);
+  // Unfused, the head peaks as cross entropy's backward makes the logits' gradient beside
+  // its softmax (2 V), or in the head matmul's backward: the logits' gradient, its copy
+  // under bf16, the input's gradient (D) and the weight's ([V/t, D], not per token).
+  const double head_matmul = vocab * (1 + copies) + d + vocab * d / std::max(1.0, q.tokens);
+  const double head = !q.head ? 0
+                              : (fused ? 3 * d : (1 + kept_matmul_input(q)) * d + std::max(2 * vocab, head_matmul)) +
+                                    (s.layer_norm ? 2 : 1);
   const double chunk = q.head && fused ? q.fused_head_chunk_bytes * (1 + q.matmul_copy_bytes / sizeof(float)) +
                                              sizeof(float) * vocab * d
                                        : 0;
   const double bytes = sizeof(float) * q.tokens;
-  // A bf16 matmul's operand copy, alive while it runs: on the last stage the logits'
-  // gradient's takes the place of cross entropy's softmax, freed just before it; on
-  // another stage it comes on top of the kept tensors: the attention's copy of Q, K and V
-  // or the MLP's of its hidden activations, whichever is wider.
-  const double widest = std::max(static_cast<double>(s.d_ff), static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim));
-  double copy = q.head ? 0.0 : q.matmul_copy_bytes * q.tokens * widest / t;
-  if (q.deferred_weight_gradients) {  // the fused Q/K/V projection's: its output gradient and input
-    copy += q.matmul_copy_bytes * q.tokens * (static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t + d);
-  }
+  // A zero-bubble pipeline's deferred weight gradients convert the fused Q/K/V
+  // projection's output gradient again when they run (its input is kept converted).
+  const double deferred = !q.deferred_weight_gradients ? 0.0
+                                                       : q.matmul_copy_bytes * q.tokens *
+                                                             static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t;
   return {.kept = bytes * per_token * q.in_flight,
-          .head = bytes * head + chunk + copy,
+          .head = bytes * head + chunk + deferred,
           .recompute = bytes * recompute,
+          .backward = q.remat == nn::Remat::None ? bytes * backward_transient : 0.0,
           .kept_backward = bytes * per_token,
           .layers = std::max(1.0, q.layers)};
 }
@@ -157,7 +170,7 @@ double shardlab_peak_bytes(double state, double grads, bool grads_held, const Ac
     const double first_last = a.kept - done * a.kept_backward + (grads_held ? grads : done * grads);
     recomputing = a.recompute + std::max(last_first, first_last);
   }
-  return state + std::max({a.kept + a.head + (grads_held ? grads : 0.0), recomputing, grads});
+  return state + std::max({a.kept + std::max(a.head, a.backward) + (grads_held ? grads : 0.0), recomputing, grads});
 }
 
 }  // namespace shardlab::cost

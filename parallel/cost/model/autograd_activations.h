@@ -6,37 +6,38 @@
 // GPU kernel set keeps: about 16-20 D per token and layer, no attention probabilities,
 // no logits. shardlab's CPU autograd keeps more, and this file says exactly what:
 //
-// - A graph node holds its inputs until backward (framework/autograd.h, Node::inputs),
-//   so every intermediate a block computes stays alive: the block input, both norm
-//   outputs, the fused Q/K/V projection (and its RoPE copy), the attention output, the
-//   projection outputs before each residual add, the residual stream between them and the
-//   MLP's hidden activations (GELU: fc and gelu outputs, 2F; SwiGLU: gate, up and their
-//   product, 3F), plus the norms' row statistics.
+// - A graph node holds no input's data (framework/autograd.h, Edge): each op's backward
+//   keeps what it reads. So a block keeps its input and h (read by the norms' backward),
+//   both norm outputs (read by the Q/K/V and the MLP's first matmuls), Q/K/V after RoPE
+//   (attention), the heads' output (the output projection) and the MLP's hidden
+//   activations (GELU: its input and output, 2F; SwiGLU: gate, up and their product, 3F),
+//   plus the norms' row statistics. A residual add, a scale, a reshape and a collective
+//   keep nothing, so the projections' outputs and each region's exit are freed at once.
+// - A matmul keeps its input as it multiplied it (framework/ops/matmul.h): in fp32, or as
+//   the bf16 copy oneDNN's bf16 kernels read (half the bytes; `matmul_copy_bytes` 2), or a
+//   bf16-rounded fp32 copy (the rounded path, same bytes as fp32).
 // - Attention keeps its probabilities: N x (causal row blocks of 64) per token, about
 //   N (T + 64) / 2, divided by the tensor axis. Under context parallelism (parallel/context)
 //   every tensor follows the rank's T/c positions, and attention keeps no probabilities
 //   (ops/block_attention.h): the packed K/V (2 K H), the log-sum-exp per query row and head
 //   (N) and, all-gathering, every rank's K/V block too (c x 2 K H).
 // - An MoE layer's experts see every capacity slot: s = E ceil(C T k / E) / T slots per
-//   token (dropless: E), each keeping its dispatched row, hidden activations and output;
-//   expert parallelism adds the two all_to_all buffers.
+//   token (dropless: E), each keeping its dispatched row (as the experts' matmul keeps it),
+//   hidden activations and output; the all_to_all buffers of expert parallelism keep
+//   nothing beyond them.
 // - Tensor parallelism divides the heads' and the MLP's part; the residual stream and the
-//   norm outputs stay full width on every rank, and each region's exit adds its
-//   all_reduce output. Sequence parallelism divides those too, except the all_gathered
-//   norm outputs the column-parallel matmuls read.
+//   norm outputs stay full width on every rank. Sequence parallelism divides those too,
+//   except the all_gathered norm outputs the column-parallel matmuls keep.
 // - The head keeps the final norm's output, the logits and cross entropy's softmax (V
 //   each, V/t under tensor parallelism), and its backward adds the logits' gradient.
 //   The fused head (framework/ops/linear_cross_entropy.h) keeps none of those three: one
 //   chunk of logits while it runs (and its bf16 copy), the input's gradient (D) and the
 //   weight's ([V/t, D], filled chunk by chunk).
-// - Under bf16 compute a matmul converts its operands while it runs (framework/ops/matmul.h).
-//   On a stage without the head, the widest copy -- attention's of Q, K and V, or the
-//   MLP's of its hidden activations, per token and divided by t -- comes on top of the kept
-//   tensors, and a zero-bubble schedule's deferred weight gradients add the fused Q/K/V
-//   projection's copies; on the last stage the logits' gradient's copy takes the place of
-//   the softmax. A recomputed block adds its MLP backward's copies (one hidden width for
-//   SwiGLU, as much again for GELU) and its attention's copy of Q, K, V and the output's
-//   gradient.
+// - Backward peaks either as it starts (the head's tensors) or in a block's MLP: the last
+//   block's first, on top of every kept tensor (without remat), or the recomputed block's.
+//   Under bf16 a matmul's backward also converts the output gradient it multiplies while
+//   it runs (its input is kept converted), and a zero-bubble schedule's deferred weight
+//   gradients convert the fused Q/K/V projection's output gradient again.
 // - Rematerialisation keeps each block's input (full) or also its Linear outputs
 //   (save-matmul, save-mlp-matmul), plus one block's full set while it is recomputed and
 //   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
@@ -46,6 +47,8 @@
 //   ActivationQuery q{.tokens = 2048, .sequence = 256, .layers = 4};
 //   double bytes = shardlab_activation_bytes(shape_of(config), q).peak();
 #pragma once
+
+#include <algorithm>
 
 #include "framework/nn/config.h"
 #include "parallel/cost/model/transformer.h"
@@ -92,12 +95,13 @@ struct ActivationBytes {
   double kept = 0;       // every in-flight microbatch's kept tensors (and the embedding's)
   double head = 0;       // as backward starts: the head's tensors and the logits' gradient
   double recompute = 0;  // under remat: one block recomputed, its tensors alive at once
+  double backward = 0;   // without remat: a block's backward under way (its MLP's gradients)
   // Of `kept`, what the microbatch backward runs through keeps in its `layers` blocks:
   // backward frees it block by block as the blocks' gradients accumulate.
   double kept_backward = 0;
   double layers = 1;
   // The larger moment, activations alone (shardlab_peak_bytes adds the gradients).
-  double peak() const { return kept + (head > recompute ? head : recompute); }
+  double peak() const { return kept + std::max({head, recompute, backward}); }
 };
 ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const ActivationQuery& q);
 
