@@ -69,6 +69,7 @@ class RunReport {
   void print_stage_activations() const;   // collective over pipe: each rank's peak activations
 
   const runtime::RunConfig& run_;
+  std::string bf16_matmul_;  // the policy's bf16 matmul path, "native" or "rounded"
   const parallel::Mesh& mesh_;
   const parallel::PipelineParallel* pipeline_;
   const parallel::ContextParallel* context_;

@@ -53,11 +53,11 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   m.optimizer = 2 * sizeof(float) * share.optimizer;
   m.buffers = sizeof(float) * share.gathered;
   if ((run.zero == 1 || run.zero == 2) && shards > 1) {  // ZeroDataParallel::finish_step (data_parallel/zero.cpp)
-    // One gradient bucket at a time (at most --bucket-mb; the experts' parameters, grouped
-    // apart, fill buckets of their own): its packed and gathered parameters (under bf16
-    // also the bf16 received, half, and this rank's bf16 slice), beside this rank's slice
-    // of the reduced gradient.
-    const double experts = counts.experts / (layout.tensor * layout.pipe * layout.expert);
+    // One gradient bucket at a time (at most --bucket-mb; under expert parallelism the
+    // experts' parameters, reduced over other axes, fill buckets of their own): its packed
+    // and gathered parameters (under bf16 also the bf16 received, half, and this rank's
+    // bf16 slice), beside this rank's slice of the reduced gradient.
+    const double experts = layout.expert > 1 ? counts.experts / (layout.tensor * layout.pipe * layout.expert) : 0.0;
     const double bucket = std::min(run.bucket_mb * (1 << 20) / sizeof(float), std::max(local - experts, experts));
     m.staging = sizeof(float) * (bucket * (2 + (run.precision == "bf16" ? 0.5 + 0.5 / shards : 0.0)) + local / shards);
   }
