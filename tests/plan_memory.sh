@@ -3,7 +3,8 @@
 # machine (shardlab-plan train --cluster local --layout L) is within 15% of the peak that
 # train_gpt's memory tracker measures in step 1 of the same layout, and so is train_gpt's
 # own estimate (cost/model/autograd_activations.h). One layout per strategy on 2 ranks, gpt-bench at
-# 4 sequences of 256 tokens (a context rank: 128 of each, its ring attention's saved tensors).
+# 4 sequences of 256 tokens (a context rank: 128 of each, its ring attention's saved tensors),
+# and two of them in bf16, whose matmuls keep bf16 operands.
 set -uo pipefail
 train=$1 plan=$2; shift 2
 mpiexec=("$@")
@@ -27,7 +28,7 @@ check() {  # check PLAN_LAYOUT TRAIN_FLAGS...
   local measured planned own
   measured=$(measured_mib "$dir/out")
   own=$(sed -n 's/^memory per rank predicted:.*error \([-+0-9.]*\)%.*/\1/p' "$dir/out")
-  planned=$("$plan" train --cluster local --model gpt-bench --batch 1024 --chips 2 --layout "$layout" --json |
+  planned=$("$plan" train --cluster local --model gpt-bench --batch 1024 --chips 2 --layout "$layout" "${plan_flags[@]}" --json |
             tr -d ' \n' | sed -n 's/.*"memory_per_chip":{[^}]*"total":\([0-9.e+]*\).*/\1/p')
   if [ -z "$measured" ] || [ -z "$planned" ] || [ -z "$own" ]; then
     echo "FAIL  $layout: no measured peak, plan or estimate in the output"; failures=$((failures + 1)); return
@@ -35,17 +36,25 @@ check() {  # check PLAN_LAYOUT TRAIN_FLAGS...
   local error
   error=$(awk -v m="$measured" -v p="$planned" 'BEGIN {printf "%+.1f", 100 * (m / (p / 1048576) - 1)}')
   if awk -v e="$error" -v o="$own" 'BEGIN {exit !(e <= 15 && e >= -15 && o <= 15 && o >= -15)}'; then
-    printf "ok    %-28s measured %8.2f MiB | planner %+6s%% | train_gpt's estimate %+6s%%\n" "$layout" "$measured" "$error" "$own"
+    printf "ok    %-28s measured %8.2f MiB | planner %+6s%% | train_gpt's estimate %+6s%%\n" "$layout ${plan_flags[*]}" \
+      "$measured" "$error" "$own"
   else
-    echo "FAIL  $layout: measured $measured MiB, planner off by $error%, train_gpt's estimate by $own% (limit 15%)"
+    echo "FAIL  $layout ${plan_flags[*]}: measured $measured MiB, planner off by $error%, train_gpt's estimate by $own% (limit 15%)"
     failures=$((failures + 1))
   fi
 }
 
+plan_flags=()
 check data=2 --mesh data=2
 check fsdp=2 --mesh fsdp=2 --zero 3
 check tensor=2 --mesh tensor=2
 check pipe=2,microbatches=2 --mesh pipe=2 --grad-accum 2
 check context=2 --mesh context=2 --zero 3  # the planner's context x fsdp group is ZeRO-3
+# bf16 on oneDNN's bf16 kernels (any CPU: oneDNN emulates them without bf16 instructions):
+# the matmuls keep bf16 operands, and both count them so.
+export SHARDLAB_BF16_MATMUL=native
+plan_flags=(--precision bf16)
+check fsdp=2 --mesh fsdp=2 --zero 3 --precision bf16
+check tensor=2 --mesh tensor=2 --precision bf16
 [ $failures = 0 ] || { echo "$failures layouts: the memory estimate misses the measured peak"; exit 1; }
 echo "ok: the planner's memory per rank is within 15% of the measured peak"

@@ -232,7 +232,8 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
         m, {.tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
             .expert = l.expert, .layers = layers_per_stage,
             .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
-            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight, .context = l.context,
+            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight,
+            .matmul_copy_bytes = c.matmul_copy_bytes, .context = l.context,
             .context_allgather = c.context_comm == ContextComm::kAllGather});
     s.memory.activations = a.peak();
     s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);

@@ -53,6 +53,9 @@ struct TrainConfig {
   // Count activations as shardlab's own autograd keeps them (model/autograd_activations.h: every
   // intermediate, attention probabilities, logits) instead of the book's fused-kernel count.
   bool shardlab_activations = false;
+  // With shardlab_activations under bf16: the bytes per element of the operand a matmul
+  // keeps (0 fp32; 2 with oneDNN's bf16 kernels; 4 on the rounded path's fp32 copies).
+  double matmul_copy_bytes = 0;
   ContextComm context_comm = ContextComm::kRing;  // attention over the context axis
 };
 
