@@ -113,12 +113,28 @@ bool cpu_has_bf16_instructions() {
   return false;
 }
 
-Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload workload) {
+namespace {
+
+// `requested`, or the path SHARDLAB_BF16_MATMUL forces; UserError unless auto, native or rounded.
+std::string requested_bf16_matmul(const std::string& requested) {
   std::string mode = requested;
   if (const char* env = std::getenv("SHARDLAB_BF16_MATMUL"); env != nullptr && *env != '\0') mode = env;
   if (mode != "auto" && mode != "native" && mode != "rounded") {
     throw UserError("bf16 matmul path '" + mode + "' (--bf16-matmul or SHARDLAB_BF16_MATMUL) is not one of auto, native, rounded");
   }
+  return mode;
+}
+
+}  // namespace
+
+Bf16Matmul expected_bf16_matmul(const std::string& requested) {
+  const std::string mode = requested_bf16_matmul(requested);
+  if (mode == "auto") return cpu_has_bf16_instructions() ? Bf16Matmul::kNative : Bf16Matmul::kRounded;
+  return mode == "native" ? Bf16Matmul::kNative : Bf16Matmul::kRounded;
+}
+
+Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload workload) {
+  const std::string mode = requested_bf16_matmul(requested);
   Bf16MatmulChoice c;
   c.cpu_flag = cpu_has_bf16_instructions();
   if (mode == "native") {

@@ -103,6 +103,10 @@ enum class Bf16Workload {
 // SHARDLAB_BF16_MATMUL overrides it (the tests force both paths on any machine).
 // UserError for anything else.
 Bf16MatmulChoice select_bf16_matmul(const std::string& requested, Bf16Workload workload = Bf16Workload::kTraining);
+// The path select_bf16_matmul takes, without measuring: the one forced, else for auto the
+// bf16 kernels where the CPU has bf16 instructions (what auto picks there, unless they
+// measure no faster than fp32), the rounded path elsewhere. For predictions (the planner).
+Bf16Matmul expected_bf16_matmul(const std::string& requested);
 
 // True when /proc/cpuinfo lists avx512_bf16 or amx_bf16.
 bool cpu_has_bf16_instructions();

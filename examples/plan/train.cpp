@@ -289,13 +289,10 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (a.count("gather-dtype")) c.precision.wire.gather = cost::parse_wire_dtype(a["gather-dtype"].as<std::string>(), "--gather-dtype");
   c.efficiency = efficiency_from(a);
   c.shardlab_activations = cluster == "local";  // what train_gpt's autograd will keep
-  // Its bf16 matmuls keep bf16 operands with oneDNN's bf16 kernels, which train_gpt picks
-  // where the CPU has bf16 instructions (SHARDLAB_BF16_MATMUL forces a path for both).
+  // Its bf16 matmuls keep bf16 operands on oneDNN's bf16 kernels, fp32 copies on the
+  // rounded path (SHARDLAB_BF16_MATMUL forces a path for both programs).
   if (c.shardlab_activations && precision == "bf16") {
-    const char* forced = std::getenv("SHARDLAB_BF16_MATMUL");
-    const bool native = forced && std::string(forced) != "auto" ? std::string(forced) == "native"
-                                                                 : cpu_has_bf16_instructions();
-    c.matmul_copy_bytes = native ? 2.0 : 4.0;
+    c.matmul_copy_bytes = expected_bf16_matmul("auto") == Bf16Matmul::kNative ? 2.0 : 4.0;
   }
   c.context_comm = parallel::parse_context_comm(a["cp-comm"].as<std::string>());
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());

@@ -240,19 +240,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 
 Tensor linear_with_output(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
+  return linear_with_output(x, needs_grad({&x, &w, &b}) ? MatmulOperand(x, compute_precision()) : MatmulOperand(), w, b,
+                            y);
+}
+
+Tensor linear_with_output(const Tensor& x, const MatmulOperand& xs, const Tensor& w, const Tensor& b, const Tensor& y) {
   check_linear(x, w, b);
   SL_ASSERT(y.numel() == x.numel() / w.dim(1) * w.dim(0), "linear_with_output: output " + shape_str(y.shape()) +
                                                               " does not match x " + shape_str(x.shape()) + " and weight " +
                                                               shape_str(w.shape()));
-  const ComputePrecision precision = compute_precision();
-  return record_linear(x, needs_grad({&x, &w, &b}) ? MatmulOperand(x, precision) : MatmulOperand(), w, b, y.detach(),
-                       precision);
-}
-
-Tensor linear_with_output(const Tensor& x, const MatmulOperand& xs, const Tensor& w, const Tensor& b, const Tensor& y) {
-  SL_ASSERT(w.ndim() == 2 && x.dim(-1) == w.dim(1) && y.numel() == x.numel() / w.dim(1) * w.dim(0),
-            "linear_with_output: x " + shape_str(x.shape()) + ", weight " + shape_str(w.shape()) + ", output " +
-                shape_str(y.shape()));
   return record_linear(x, xs, w, b, y.detach(), compute_precision());
 }
 

@@ -51,8 +51,9 @@ Tensor all_gather_linear(const AxisGroup& tensor, const Tensor& x, const Tensor&
   // backward: dX = reduce_scatter(dY · W) over tensor; dW, db from the gathered X, kept as
   // the matmul reads it (bf16 under a bf16 policy; ops::linear keeps its input so too).
   const ComputePrecision precision = compute_precision();
+  const MatmulOperand gathered_in = needs_grad(inputs) ? MatmulOperand(gathered, precision) : MatmulOperand();
   return record(y, "all_gather_linear(" + tensor.name() + ")", inputs,
-                [&tensor, gathered_in = MatmulOperand(gathered, precision), gathered_shape, precision, w, b, wire,
+                [&tensor, gathered_in, gathered_shape, precision, w, b, wire,
                  y = y.detach(), x_shape = x.shape()](const Tensor& gy) {
                   const PrecisionScope scope(precision);
                   Tensor xg = Tensor::unallocated(gathered_shape).set_requires_grad(true);
