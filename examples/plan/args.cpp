@@ -76,7 +76,9 @@ void add_hardware_flags(cxxopts::Options& o) {
       ("ici-bw-bidir", "one link's bandwidth both ways together, bytes/s (halved for one way)",
        cxxopts::value<std::string>())
       ("latency", "seconds per hop on the fast links", cxxopts::value<double>())
-      ("dcn-bw", "bandwidth per chip beyond the fast domain, bytes/s", cxxopts::value<std::string>());
+      ("dcn-bw", "bandwidth per chip beyond the fast domain, bytes/s", cxxopts::value<std::string>())
+      ("clock", "the vector units' clock, Hz (GPU: the boost clock), e.g. 1.75e9: their FLOP/s are ALUs x clock",
+       cxxopts::value<std::string>());
 }
 
 HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& name) {
@@ -98,6 +100,7 @@ HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& 
   set("ici-bw", &p.ici.bandwidth);
   set("ici-bw-bidir", &p.ici.bandwidth, 0.5);
   set("dcn-bw", &p.dcn.bandwidth);
+  set("clock", &p.facts.clock_hz);
   if (a.count("latency")) {
     p.ici.latency = a["latency"].as<double>();
     if (!(p.ici.latency >= 0)) throw UserError("--latency must be >= 0 seconds");

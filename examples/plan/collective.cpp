@@ -23,6 +23,8 @@ void add_collective_flags(cxxopts::Options& o) {
       ("axes", "0-based axes to run over (default all)", cxxopts::value<std::string>())
       ("wraparound", "on|off (default: the hardware's rule)", cxxopts::value<std::string>())
       ("unidirectional", "use one direction of each link")
+      ("nonzero", "all_to_all: k, the non-zero blocks of each shard's N (an MoE's top-k): the ragged all_to_all",
+       cxxopts::value<int>())
       ("from", "send: the source chip's coordinates, e.g. 0,0 (default the origin)", cxxopts::value<std::string>())
       ("to", "send: the destination chip's coordinates, e.g. 3,3", cxxopts::value<std::string>());
 }
@@ -115,10 +117,19 @@ int cmd_collective(const cxxopts::ParseResult& a) {
                                      (c.path == "ici" ? "each direction at " : "out over NVLink at ") +
                                      human(hw.ici.bandwidth, "B/s") + "\n"
                                : std::string());
+  int gpus = 1;  // the group's size
+  for (int s : chosen) gpus *= s;
+  if (a.count("nonzero")) {
+    if (op != CollectiveOp::kAllToAll) throw UserError("--nonzero prices a ragged all_to_all; give --op all_to_all");
+    const int k = a["nonzero"].as<int>();
+    const CollectiveCost ragged = ragged_all_to_all(c, k, gpus);
+    text += "  ragged, " + std::to_string(k) + " of " + std::to_string(gpus) + " blocks non-zero per shard: " +
+            human(ragged.seconds, "s") + " (" + fraction(ragged.bandwidth_seconds / c.bandwidth_seconds) +
+            " of the bytes)\n";
+    json.update(Json{{"nonzero", k}, {"ragged_seconds", ragged.seconds}});
+  }
   // A group spanning whole nodes runs on the fat tree: the bytes through one switch of each
   // level, as `network` prints them.
-  int gpus = 1;
-  for (int s : chosen) gpus *= s;
   if (spans_whole_nodes(op, gpus, 1, hw)) {
     const GpuCollective tree = fat_tree_collective(fat_tree_for(hw, gpus), op, bytes, gpus);
     text += switch_bytes_line(tree);

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "examples/plan/args.h"
+#include "framework/error.h"
+#include "parallel/cost/roofline/ops.h"
 
 namespace shardlab::plan {
 
@@ -45,7 +47,7 @@ std::string facts_text(const HardwareProfile& p) {
   text += "; " + std::to_string(alus) + " vector ALUs";
   if (f.clock_hz > 0) {
     text += " = " + (f.base_clock_hz > 0 ? human(alus * f.base_clock_hz, "FLOP/s") + " (boost " : std::string()) +
-            human(alus * f.clock_hz, "FLOP/s") + (f.base_clock_hz > 0 ? ")" : "") + " fp32 without FMA";
+            human(vector_flops(p), "FLOP/s") + (f.base_clock_hz > 0 ? ")" : "") + " fp32 without FMA";
   }
   text += "\n";
   text += std::string("  ") + (gpu ? "node" : "pod " + f.pod_topology) + " of " + std::to_string(pod.chips) +
@@ -78,7 +80,14 @@ Json facts_json(const HardwareProfile& p) {
 
 }  // namespace
 
+void add_hw_flags(cxxopts::Options& o) {
+  o.add_options()("vector-flops",
+                  "F: the vector units' fp32 FLOP/s with FMAs (2 per ALU per cycle), e.g. 80e12: the clock it implies",
+                  cxxopts::value<std::string>());
+}
+
 int cmd_hw(const cxxopts::ParseResult& a) {
+  if (a.count("vector-flops") && !a.count("hw")) throw UserError("--vector-flops needs --hw, the chip whose ALUs reach it");
   if (a.count("hw")) {
     const HardwareProfile p = hardware_from(a);
     std::string text = p.name + ": " + p.description + "\n  bf16 " + human(p.flops_bf16, "FLOP/s") + ", fp32 " +
@@ -100,6 +109,14 @@ int cmd_hw(const cxxopts::ParseResult& a) {
     if (p.facts.cores > 0) {
       text += facts_text(p);
       json["facts"] = facts_json(p);
+    }
+    if (a.count("vector-flops")) {
+      const double flops = parse_size(a["vector-flops"].as<std::string>(), "vector-flops");
+      const double clock = clock_for_vector_flops(p, flops, 2);
+      text += "  " + human(flops, "FLOP/s") + " of vector fp32 with FMAs (2 FLOPs per ALU per cycle) over " +
+              std::to_string(vector_alus(p)) + " ALUs: a clock of " + human(clock, "Hz") + "\n";
+      json["vector_flops_with_fma"] = flops;
+      json["implied_clock_hz"] = clock;
     }
     emit(a, json, text);
     return 0;

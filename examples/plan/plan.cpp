@@ -9,7 +9,7 @@
 //   shardlab-plan collective --hw tpu-v5e --mesh 4x4 --op send --from 0,0 --to 3,3 --bytes 16M
 //   shardlab-plan offload --hw tpu-v5e --mesh 4x4 --rows 128K --cols 128K --dtype int8 --batch 8
 //   shardlab-plan network --hw h100 --gpus 256 --inner 16 --op all_gather --bytes 537e6
-//   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8
+//   shardlab-plan array --shape 128,2048 --spec XY, --mesh X=2,Y=8,Z=2 --dtype int8 [--hw h100]
 //   shardlab-plan model --model llama3-70b [--batch 4M --remat full]
 //   shardlab-plan model --params 70e9 [--batch 4M]        a bare parameter count: 6N, bytes
 //   shardlab-plan model --model llama3-70b --per-layer    each matmul's parameters and FLOPs
@@ -31,11 +31,11 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "examples/plan/args.h"
+#include "examples/plan/array.h"
 #include "examples/plan/collective.h"
 #include "examples/plan/hw.h"
 #include "examples/plan/layer_table.h"
@@ -51,7 +51,6 @@
 #include "parallel/cost/hardware/calibrate.h"
 #include "parallel/cost/inference/prefill_decode.h"
 #include "parallel/cost/sharding/matmul_cases.h"
-#include "parallel/cost/sharding/sharded_array.h"
 #include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
@@ -255,30 +254,6 @@ int cmd_infer(const cxxopts::ParseResult& a) {
   return 0;
 }
 
-int cmd_array(const cxxopts::ParseResult& a) {
-  std::vector<int64_t> shape;
-  std::stringstream dims_text(a["shape"].as<std::string>());
-  for (std::string dim; std::getline(dims_text, dim, ',');) shape.push_back(parse_count(dim, "shape"));
-  const NamedMesh mesh = parse_named_mesh(a["mesh"].as<std::string>());
-  const DType dtype = parse_dtype(a["dtype"].as<std::string>());
-  const ShardedArray s = shard_array(shape, a["spec"].as<std::string>(), mesh, bytes_of(dtype));
-  const auto dims = [&](const std::vector<int64_t>& v) {
-    std::string out = to_string(dtype) + "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-    return out + "]";
-  };
-  const std::string text = s.describe() + " " + dims(s.global) + " on mesh " + a["mesh"].as<std::string>() + " (" +
-                           std::to_string(mesh.devices()) + " devices): local " + dims(s.local) +
-                           (s.padded ? " (padded: a dimension does not divide)" : "") + ", " +
-                           human(s.bytes_per_device, "B") + " per device, replicated " +
-                           std::to_string(s.replication) + "x, " + human(s.total_bytes, "B") + " over the mesh\n";
-  emit(a, Json{{"array", s.describe()}, {"dtype", to_string(dtype)}, {"global", s.global}, {"local", s.local},
-               {"devices", mesh.devices()}, {"padded", s.padded}, {"replication", s.replication},
-               {"bytes_per_device", s.bytes_per_device}, {"total_bytes", s.total_bytes}},
-       text);
-  return 0;
-}
-
 int cmd_calibrate(const cxxopts::ParseResult& a) {
   CalibrationOptions o;
   o.gemm_size = a["gemm-size"].as<int64_t>();
@@ -358,9 +333,10 @@ int main(int argc, char** argv) {
                        std::string("the book's roofline arithmetic (docs/cost_model.md); ") + kSizesHelp);
     o.add_options()("json", "print one JSON object (docs/plan_json.md)")("h,help", "this help")
         ("hw", "hardware profile (shardlab-plan hw)", cxxopts::value<std::string>()->default_value("tpu-v5p"));
-    if (command != "array" && command != "calibrate") add_hardware_flags(o);
+    if (command != "calibrate") add_hardware_flags(o);
     int (*run)(const cxxopts::ParseResult&) = nullptr;
     if (command == "hw") {
+      add_hw_flags(o);
       run = cmd_hw;
     } else if (command == "matmul") {
       o.add_options()("b,batch", "B: rows of X[B,D] (tokens)", cxxopts::value<std::string>()->default_value("4096"))
@@ -451,12 +427,7 @@ int main(int argc, char** argv) {
       add_totals_flags(o);
       run = cmd_totals;
     } else if (command == "array") {
-      o.add_options()("shape", "global shape, e.g. 4096,8192 (sizes take K/M suffixes)",
-                      cxxopts::value<std::string>()->default_value("4096,8192"))
-          ("spec", "per dimension the mesh axes it is split over, e.g. X,Y or XY, (empty: replicated)",
-           cxxopts::value<std::string>()->default_value("X,Y"))
-          ("mesh", "named mesh axes, e.g. X=4,Y=8", cxxopts::value<std::string>()->default_value("X=4,Y=8"))
-          ("dtype", "element type: fp32, bf16, fp8, int8, int4", cxxopts::value<std::string>()->default_value("bf16"));
+      add_array_flags(o);
       run = cmd_array;
     } else if (command == "calibrate") {
       o.add_options()("out", "profile file (default: the one train_gpt reads, " + local_profile_path() + ")",

@@ -7,6 +7,7 @@
 #include "examples/plan/args.h"
 #include "framework/error.h"
 #include "parallel/cost/roofline/ops.h"
+#include "parallel/cost/sharding/sharded_array.h"
 
 namespace shardlab::plan {
 
@@ -23,6 +24,9 @@ void add_roofline_flags(cxxopts::Options& o) {
       ("einsum", "an einsum spec, e.g. bd,df->bf (one letter per dim)", cxxopts::value<std::string>())
       ("dims", "einsum: every letter's size, e.g. b=4096,d=8192,f=32k", cxxopts::value<std::string>())
       ("dtypes", "einsum: one dtype per input, then the output, e.g. bf16,int8,bf16", cxxopts::value<std::string>())
+      ("mesh", "einsum with --shard: named mesh axes, e.g. X=4,Y=8,Z=4", cxxopts::value<std::string>())
+      ("shard", "einsum: dims split over --mesh axes, e.g. b=X,d=Y: FLOPs per device and over the mesh",
+       cxxopts::value<std::string>())
       ("attention", "dot-product attention of --model (or --heads --kv-heads --head-dim) at --context")
       ("kv-length", "attention: S, the key/value positions (default --context; decode: --context 1)",
        cxxopts::value<std::string>())
@@ -32,19 +36,27 @@ void add_roofline_flags(cxxopts::Options& o) {
 
 namespace {
 
-// "b=4096,d=8k" -> {b: 4096, d: 8192}.
-std::map<char, int64_t> parse_dims(const std::string& text) {
-  std::map<char, int64_t> dims;
+// "--flag" entries "d=value", comma-separated, one letter each -> {d: value}.
+std::map<char, std::string> parse_letters(const std::string& text, const char* flag, const char* example) {
+  std::map<char, std::string> out;
   size_t start = 0;
   while (start < text.size()) {
     const size_t stop = std::min(text.find(',', start), text.size());
     const std::string entry = text.substr(start, stop - start);
     if (entry.size() < 3 || entry[1] != '=')
-      throw UserError("--dims entry '" + entry + "' must look like d=8192 (one letter, '=', a size)");
-    if (dims.count(entry[0])) throw UserError("--dims gives " + std::string(1, entry[0]) + " twice");
-    dims[entry[0]] = parse_count(entry.substr(2), "dims");
+      throw UserError(std::string("--") + flag + " entry '" + entry + "' must look like " + example +
+                      " (one letter, '=', a value)");
+    if (out.count(entry[0])) throw UserError(std::string("--") + flag + " gives " + std::string(1, entry[0]) + " twice");
+    out[entry[0]] = entry.substr(2);
     start = stop + 1;
   }
+  return out;
+}
+
+// "b=4096,d=8k" -> {b: 4096, d: 8192}.
+std::map<char, int64_t> parse_dims(const std::string& text) {
+  std::map<char, int64_t> dims;
+  for (const auto& [letter, size] : parse_letters(text, "dims", "d=8192")) dims[letter] = parse_count(size, "dims");
   return dims;
 }
 
@@ -75,23 +87,34 @@ int einsum(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
   }
   std::string types;
   for (DType t : dtypes) types += (types.empty() ? "" : ",") + to_string(t);
-  emit(a,
-       Json{{"hw", hw.name}, {"op", "einsum"}, {"einsum", spec}, {"dims", sizes}, {"contracted", e.contracted()},
-            {"dtypes", types}, {"roofline", roofline_json(r)}},
-       "einsum " + spec + " with " + listed + " (" + types + ") on " + hw.name + "\n  " + human(r.flops, "FLOP") +
-           (e.contracted().empty() ? "" : " (contracting " + e.contracted() + ")") + ", " + human(r.bytes, "B") +
-           " read and written\n  " + explain(r, "memory"));
+  Json json{{"hw", hw.name}, {"op", "einsum"}, {"einsum", spec}, {"dims", sizes}, {"contracted", e.contracted()},
+            {"dtypes", types}, {"roofline", roofline_json(r)}};
+  std::string text = "einsum " + spec + " with " + listed + " (" + types + ") on " + hw.name + "\n  " +
+                     human(r.flops, "FLOP") + (e.contracted().empty() ? "" : " (contracting " + e.contracted() + ")") +
+                     ", " + human(r.bytes, "B") + " read and written\n  " + explain(r, "memory");
+  if (a.count("shard")) {  // the FLOPs each device and the whole mesh perform
+    if (!a.count("mesh")) throw UserError("--shard needs --mesh, the named axes it splits dims over, e.g. X=4,Y=8,Z=4");
+    const std::map<char, std::string> axes = parse_letters(a["shard"].as<std::string>(), "shard", "b=X");
+    for (const auto& [letter, entry] : axes) {
+      if (!dims.count(letter)) throw UserError("--shard splits " + std::string(1, letter) + ", which --dims does not give");
+    }
+    const ShardedFlops f = sharded_flops(r.flops, axes, parse_named_mesh(a["mesh"].as<std::string>()));
+    text += "  sharded " + a["shard"].as<std::string>() + " on mesh " + a["mesh"].as<std::string>() + ": " +
+            human(f.per_device, "FLOP") + " per device (1/" + std::to_string(f.split) + "), replicated " +
+            std::to_string(f.replication) + "x: " + human(f.over_mesh, "FLOP") + " over the mesh\n";
+    json.update(Json{{"shard", a["shard"].as<std::string>()}, {"mesh", a["mesh"].as<std::string>()},
+                     {"flops_per_device", f.per_device}, {"split", f.split}, {"replication", f.replication},
+                     {"flops_over_mesh", f.over_mesh}});
+  }
+  emit(a, json, text);
   return 0;
 }
-
-// Vector-unit FLOP/s: vector_alus x clock (one op per ALU per cycle, no FMA); 0 if unknown.
-double vector_peak(const HardwareProfile& hw) { return static_cast<double>(vector_alus(hw)) * hw.facts.clock_hz; }
 
 int flop_count(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
   const double n = parse_size(a["flop-count"].as<std::string>(), "flop-count");
   const DType dtype = parse_dtype(a["dtype"].as<std::string>());
   const double peak = peak_flops(hw, dtype);
-  const double vector = vector_peak(hw);
+  const double vector = vector_flops(hw);
   Json json{{"hw", hw.name}, {"op", "flop_count"}, {"flops", n}, {"dtype", to_string(dtype)},
             {"peak_flops_per_s", peak}, {"t_math_s", n / peak}};
   std::string text = human(n, "FLOP") + " (" + to_string(dtype) + ") on " + hw.name + ": " + human(n / peak, "s") +
@@ -103,7 +126,7 @@ int flop_count(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
   } else {
     json["vector_flops_per_s"] = nullptr;
     json["t_vector_s"] = nullptr;
-    text += "; vector units' FLOP/s unknown (the book gives no clock)";
+    text += "; vector units' FLOP/s unknown (the book gives no clock: give --clock)";
   }
   emit(a, json, text + "\n");
   return 0;
@@ -112,11 +135,11 @@ int flop_count(const cxxopts::ParseResult& a, const HardwareProfile& hw) {
 int elementwise(const cxxopts::ParseResult& a, const HardwareProfile& matmul_hw) {
   HardwareProfile hw = matmul_hw;
   if (a.count("vector")) {
-    const double vector = vector_peak(hw);
+    const double vector = vector_flops(hw);
     if (vector <= 0)
       throw UserError("--vector: " + hw.name +
-                      "'s vector FLOP/s is unknown (no clock in the book); drop --vector and give the VPU's "
-                      "FLOP/s with --flops (v5p: ~7e12)");
+                      "'s vector FLOP/s is unknown (no clock in the book); give its clock with --clock "
+                      "(tpus.md: v5p about 1.75e9) or drop --vector and give the VPU's FLOP/s with --flops");
     hw.flops_bf16 = hw.flops_fp32 = hw.flops_int8 = hw.flops_fp8 = vector;
   }
   const double n = parse_size(a["elementwise"].as<std::string>(), "elementwise");

@@ -218,4 +218,16 @@ double allgather_bandwidth(const HardwareProfile& hw, int axes, bool across_node
   return 2 * hw.ici.bandwidth * std::max(axes, 1);
 }
 
+CollectiveCost ragged_all_to_all(const CollectiveCost& dense, int nonzero, int group) {
+  if (nonzero < 1 || group < 1) {
+    throw UserError("a ragged all_to_all needs >= 1 non-zero block (got " + std::to_string(nonzero) + ") of a group of >= 1 (got " +
+                    std::to_string(group) + ")");
+  }
+  CollectiveCost c = dense;
+  c.bandwidth_seconds *= std::min(1.0, static_cast<double>(nonzero) / group);
+  c.seconds = std::max(c.bandwidth_seconds, c.latency_seconds);
+  c.latency_bound = c.latency_seconds > c.bandwidth_seconds;
+  return c;
+}
+
 }  // namespace shardlab::cost

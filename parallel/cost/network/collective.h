@@ -72,6 +72,13 @@ CollectiveCost gpu_collective(CollectiveOp op, double bytes, int gpus, const Har
 CollectiveCost collective_cost(CollectiveOp op, double bytes, const std::vector<int>& axis_sizes,
                                const HardwareProfile& hw, bool bidirectional = true);
 
+// A ragged (top-k) AllToAll over `group` shards, each holding at most `nonzero` non-zero
+// blocks of the `group` it would send (an MoE's dispatch; gpus.md, "AllToAlls"): only
+// those travel, min(nonzero / group, 1) of the dense AllToAll's bytes, the hops unchanged
+// (Pop Quiz 2: 4 of 8 on an H100 node, half the dense B (N-1) / (W N^2)). UserError unless
+// nonzero >= 1 and group >= 1.
+CollectiveCost ragged_all_to_all(const CollectiveCost& dense, int nonzero, int group);
+
 // The mesh's per-collective prediction: one axis of group_size ranks over `link`.
 double collective_time(CollectiveOp op, double bytes, int group_size, LinkSpec link,
                        bool wraparound, bool bidirectional);

@@ -7,6 +7,18 @@
 
 namespace shardlab::cost {
 
+double vector_flops(const HardwareProfile& hw) { return static_cast<double>(vector_alus(hw)) * hw.facts.clock_hz; }
+
+double clock_for_vector_flops(const HardwareProfile& hw, double flops_per_second, double flops_per_cycle) {
+  const int64_t alus = vector_alus(hw);
+  if (!(flops_per_second > 0) || !(flops_per_cycle > 0) || alus < 1) {
+    throw UserError("the clock of " + hw.name + "'s vector units needs positive FLOP/s (got " +
+                    std::to_string(flops_per_second) + "), FLOPs per cycle (got " + std::to_string(flops_per_cycle) +
+                    ") and ALUs (got " + std::to_string(alus) + ")");
+  }
+  return flops_per_second / (static_cast<double>(alus) * flops_per_cycle);
+}
+
 Roofline elementwise_roofline(double n, int inputs, double flops_per_element, DType dtype, const HardwareProfile& hw) {
   if (!(n > 0)) throw UserError("an elementwise op needs a positive element count, got " + std::to_string(n));
   if (inputs < 1) throw UserError("an elementwise op reads at least one input, got " + std::to_string(inputs));

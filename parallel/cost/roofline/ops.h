@@ -25,6 +25,16 @@ namespace shardlab::cost {
 // VPU: ~7e12 FLOP/s, the book's footnote), so give --flops to price those.
 Roofline elementwise_roofline(double n, int inputs, double flops_per_element, DType dtype, const HardwareProfile& hw);
 
+// The vector units' FLOP/s (TPU VPU, GPU CUDA cores): vector_alus x the clock, one op per
+// ALU per cycle, no FMA (gpus.md Quiz 1 Q2: 16896 x 1.98e9 = 33.5e12 on an H100; tpus.md's
+// Pop Quiz "Calculating VPU throughput": 8192 x 1.75e9 = 1.4e13 on a v5p). 0 without a clock.
+double vector_flops(const HardwareProfile& hw);
+
+// The clock at which the vector units reach `flops_per_second` with `flops_per_cycle` per ALU
+// (gpus.md Quiz 1 Q6: a B200's 80e12 fp32 FLOP/s, 2 per cycle as FMAs, over its 18944 ALUs:
+// 80e12 / 37888 = 2.1 GHz). UserError unless both are positive.
+double clock_for_vector_flops(const HardwareProfile& hw, double flops_per_second, double flops_per_cycle);
+
 // "bd,df->bf": operand letters, comma-separated, then "->" and the output's letters.
 struct EinsumSpec {
   std::vector<std::string> inputs;

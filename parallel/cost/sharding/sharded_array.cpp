@@ -87,6 +87,27 @@ ShardedArray shard_array(const std::vector<int64_t>& shape, const std::string& s
   return a;
 }
 
+double shard_read_seconds(const ShardedArray& a, const HardwareProfile& hw) {
+  return a.bytes_per_device / hw.hbm_bandwidth;
+}
+
+ShardedFlops sharded_flops(double flops, const std::map<char, std::string>& dim_axes, const NamedMesh& mesh) {
+  ShardedFlops s;
+  std::set<std::string> used;
+  for (const auto& [dim, entry] : dim_axes) {
+    for (const std::string& axis : axes_of(entry, mesh)) {
+      s.split *= mesh.size(axis);  // UserError for an unknown axis
+      if (!used.insert(axis).second) {
+        throw UserError("--shard splits two dims over mesh axis " + axis + "; an axis shards one dim at most");
+      }
+    }
+  }
+  s.replication = mesh.devices() / s.split;
+  s.per_device = flops / s.split;
+  s.over_mesh = s.per_device * mesh.devices();
+  return s;
+}
+
 std::string ShardedArray::describe() const {
   std::string out = "A[";
   for (size_t d = 0; d < global.size(); ++d) {
