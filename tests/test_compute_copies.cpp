@@ -147,3 +147,31 @@ TEST_CASE("scopes nest: each serves its own tensors, and the inner one's end unr
   CHECK(same_bits(linear_in(kNative, x, b), want_b));  // converted again: no copy of b is live
   CHECK(outer.served() == 2);
 }
+
+// Decode panels (ComputeCopies::Options::decode_panels): ops::linear multiplies a decode
+// step's rows from them, in fp32 and in bf16, and a GEMM's many rows from the weight.
+TEST_CASE("decode panels serve linear's few rows in the scope's precision, within rounding of the uncached op") {
+  const Tensor w = random_tensor({40, 96}, 3), b = random_tensor({40}, 4);
+  const auto linear = [&](const ComputePrecision& precision, const Tensor& x) {
+    const PrecisionScope scope(precision);
+    const NoGradGuard no_grad;
+    return ops::linear(x, w, b);
+  };
+  for (const ComputePrecision& precision : {ComputePrecision{}, kNative, kRounded}) {
+    CAPTURE(precision.bf16());
+    for (const int64_t rows : {int64_t{1}, int64_t{5}, kMatvecMaxRows + 1, kMatvecPanelsMaxRows, kMatvecPanelsMaxRows + 1}) {
+      CAPTURE(rows);
+      const Tensor x = random_tensor({rows, 96}, 5 + rows);
+      const Tensor uncached = linear(precision, x);  // matvec or oneDNN on the weight itself
+      const ComputeCopies copies({w}, precision, {.decode_panels = true});
+      // fp32: only the panels (3 of 16 columns); bf16 adds the matmul copy.
+      const int64_t operand = precision.bf16() ? 40 * 96 * (precision.matmul == Bf16Matmul::kNative ? 2 : 4) : 0;
+      CHECK(copies.bytes() == 3 * 16 * 96 * (precision.bf16() ? 2 : 4) + operand);
+      const Tensor y = linear(precision, x);
+      // Up to kMatvecPanelsMaxRows rows take the panels; more take the bf16 operand copy
+      // (fp32: the weight itself).
+      CHECK(copies.served() == (rows <= kMatvecPanelsMaxRows || precision.bf16() ? 1 : 0));
+      for (int64_t i = 0; i < y.numel(); ++i) CHECK(y.data()[i] == doctest::Approx(uncached.data()[i]).epsilon(1e-5));
+    }
+  }
+}

@@ -1,6 +1,8 @@
 // matvec (the decode step's few-row products) against oneDNN's matmul and the definition.
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
 #include <cmath>
 
 #include "framework/autograd.h"
@@ -49,4 +51,60 @@ TEST_CASE("linear of kMatvecMaxRows rows (matvec) agrees with the same rows in a
   const Tensor gemm = ops::linear(x, w, b);  // kMatvecMaxRows + 1 rows: oneDNN
   const Tensor few = ops::linear(x.rows(0, kMatvecMaxRows), w, b);  // matvec
   for (int64_t i = 0; i < kMatvecMaxRows * N; ++i) CHECK(few.data()[i] == doctest::Approx(gemm.data()[i]).epsilon(1e-5));
+}
+
+namespace {
+
+// x w^T + b in double, of the operands as given.
+double reference(const float* x, const float* w, const float* b, int64_t m, int64_t n, int64_t K) {
+  double ref = b ? b[n] : 0.0;
+  for (int64_t k = 0; k < K; ++k) ref += static_cast<double>(x[m * K + k]) * w[n * K + k];
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("MatvecPanels equal x w^T + b for every row count, ragged N and K, in fp32 and bf16") {
+  const int64_t N = 37, K = 53;  // neither a multiple of the 16-column panels nor of a tile's panels
+  Tensor w = random_tensor({N, K}, 2), b = random_tensor({N}, 3);
+  const Tensor w_bf16 = rounded_to_bf16(w);
+  const MatvecPanels fp32(w.data(), N, K, false), bf16(w.data(), N, K, true);
+  CHECK(fp32.bytes() == 3 * 16 * K * 4);  // three panels, the last padded
+  CHECK(bf16.bytes() == 3 * 16 * K * 2);
+  for (int64_t M = 1; M <= 17; ++M) {
+    CAPTURE(M);
+    Tensor x = random_tensor({M, K}, 10 + M);
+    const Tensor x_bf16 = rounded_to_bf16(x);
+    Tensor y = Tensor::empty({M, N}), yb = Tensor::empty({M, N});
+    fp32.multiply(x.data(), b.data(), y.data(), M);
+    bf16.multiply(x.data(), b.data(), yb.data(), M);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        CHECK(y.data()[m * N + n] == doctest::Approx(reference(x.data(), w.data(), b.data(), m, n, K)).epsilon(1e-5));
+        // bf16 operands, fp32 accumulation: the rounded operands' exact product to fp32's
+        // rounding over K = 53 terms.
+        CHECK(yb.data()[m * N + n] ==
+              doctest::Approx(reference(x_bf16.data(), w_bf16.data(), b.data(), m, n, K)).epsilon(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("a row's MatvecPanels result is bitwise the same alone, among others and on any thread count") {
+  const int64_t N = 70, K = 300, M = 9;
+  Tensor w = random_tensor({N, K}, 4), x = random_tensor({M, K}, 5);
+  for (const bool bf16 : {false, true}) {
+    CAPTURE(bf16);
+    const MatvecPanels panels(w.data(), N, K, bf16);
+    Tensor all = Tensor::empty({M, N});
+    panels.multiply(x.data(), nullptr, all.data(), M);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int64_t m = 0; m < M; ++m) {
+      Tensor one = Tensor::empty({1, N});
+      panels.multiply(x.data() + m * K, nullptr, one.data(), 1);
+      for (int64_t n = 0; n < N; ++n) REQUIRE(one.data()[n] == all.data()[m * N + n]);
+    }
+    omp_set_num_threads(threads);
+  }
 }

@@ -1,7 +1,9 @@
 // Models: parameter names, deterministic initialisation, remat equivalence and savings,
 // KV-cache decoding equal to the full forward, and config validation.
 #include <doctest/doctest.h>
+#include <omp.h>
 
+#include <map>
 #include <vector>
 
 #include "framework/autograd.h"
@@ -269,6 +271,48 @@ TEST_CASE("KV-cache decoding reproduces the full forward") {
         }
       }
     }
+  }
+}
+
+// Past 16 cached positions the attention sums sixteen positions' scores at once
+// (framework/nn/attention.cpp); with GQA (two query heads per kv head), heads of 16 and 24
+// lanes (24: a ragged tail), and 1 or 2 threads splitting the heads, every decode step
+// matches the full forward and is bitwise the same on either thread count.
+TEST_CASE("KV-cache decoding past 16 positions matches the full forward on any thread count") {
+  for (const int64_t head_dim : {16, 24}) {
+    CAPTURE(head_dim);
+    ModelConfig c = ModelConfig::preset("llama-tiny");
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.d_model = 4 * head_dim;
+    c.d_ff = 2 * c.d_model;
+    c.n_layers = 2;
+    c.context = 48;
+    Transformer model(c);
+    initialize(model, 7);
+    const int64_t B = 1, T = 45, prompt = 20;
+    const auto ids = tokens(B * T, c.vocab, 13);
+    Tensor full;
+    {
+      NoGradGuard g;
+      full = model.logits(ids, B, T);
+    }
+    std::map<int, std::vector<float>> per_threads;
+    const int threads = omp_get_max_threads();
+    for (const int n : {1, 2}) {
+      omp_set_num_threads(n);
+      KVCache cache(c, B);
+      model.decode(std::vector<int32_t>(ids.begin(), ids.begin() + prompt), B, prompt, cache);
+      for (int64_t t = prompt; t < T; ++t) {
+        const Tensor step = model.decode(std::vector<int32_t>{ids[t]}, B, 1, cache);
+        for (int64_t v = 0; v < c.vocab; ++v) {
+          CHECK(step.data()[v] == doctest::Approx(full.data()[t * c.vocab + v]).epsilon(1e-4));
+        }
+        per_threads[n].insert(per_threads[n].end(), step.data(), step.data() + step.numel());
+      }
+    }
+    omp_set_num_threads(threads);
+    CHECK(per_threads[1] == per_threads[2]);
   }
 }
 

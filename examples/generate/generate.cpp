@@ -87,8 +87,10 @@ void report_latency(const runtime::SampleTiming& t, const nn::ModelConfig& confi
 void report_precision(const PrecisionPolicy& policy, const ComputeCopies& copies) {
   std::fprintf(stderr, "precision: %s", policy.describe().c_str());
   if (copies.tensors() > 0) {
-    std::fprintf(stderr, " | weights multiplied from %s copies made once: %lld tensors, %s, %lld matmul operands",
-                 policy.matmul == Bf16Matmul::kNative ? "bf16" : "bf16-rounded fp32",
+    const char* form = policy.compute != DType::kBF16 ? "fp32 decode-panel"
+                       : policy.matmul == Bf16Matmul::kNative ? "bf16 (and bf16 decode-panel)"
+                                                                : "bf16-rounded fp32 (and bf16 decode-panel)";
+    std::fprintf(stderr, " | weights multiplied from %s copies made once: %lld tensors, %s, %lld matmul operands", form,
                  static_cast<long long>(copies.tensors()), format_bytes(copies.bytes()).c_str(),
                  static_cast<long long>(copies.served()));
   }
@@ -282,7 +284,9 @@ int run(int argc, char** argv) {
   for (const nn::Parameter& parameter : model.parameters()) {
     if (parameter.tensor->ndim() >= 2) matrices.push_back(*parameter.tensor);
   }
-  const ComputeCopies copies(matrices, policy.compute_precision());
+  // Each also laid out in 16-column panels for the decode step's few-row products
+  // (framework/ops/matvec.h): one contiguous stream per panel, at the memory's rate.
+  const ComputeCopies copies(matrices, policy.compute_precision(), {.decode_panels = true});
 
   const runtime::SampleOptions options{.max_new = max_new,
                                    .temperature = p["temperature"].as<float>(),

@@ -24,10 +24,15 @@
 //   MemoryCategory::Parameters, until it ends. Scopes nest; the innermost copy of a tensor
 //   wins, and they must end in reverse order of creation (RAII locals do).
 //
+// - With `decode_panels`, each matrix also gets a MatvecPanels (framework/ops/matvec.h) in
+//   the precision's dtype (fp32 or bf16), and ops::linear multiplies up to
+//   kMatvecPanelsMaxRows rows from it (a decode step's, a short prompt's prefill). Its sums run in another order than matvec's or oneDNN's: a decode step's
+//   outputs equal the uncached op's within fp32 rounding, not bitwise.
+//
 //   runtime::load_weights(path, model, ...);
-//   const ComputeCopies copies(weights, policy.compute_precision());  // bf16 weights, once
+//   const ComputeCopies copies(weights, policy.compute_precision(), {.decode_panels = true});
 //   const PrecisionScope bf16(policy.compute_precision());
-//   ... model.decode(...) ...   // every linear reads its weight's bf16 copy
+//   ... model.decode(...) ...   // every linear reads its weight's bf16 copy or panels
 #pragma once
 
 #include <cstdint>
@@ -36,14 +41,20 @@
 #include <vector>
 
 #include "framework/ops/matmul.h"
+#include "framework/ops/matvec.h"
 
 namespace shardlab {
 
 class ComputeCopies {
  public:
+  struct Options {
+    bool decode_panels = false;  // also lay every matrix out for the decode step's matvecs
+  };
   // Copies every tensor in `weights` (each with storage) for `precision`; under fp32 it
-  // copies nothing, since fp32 matmuls read the weights themselves.
-  ComputeCopies(const std::vector<Tensor>& weights, const ComputePrecision& precision);
+  // makes no matmul copy, since fp32 matmuls read the weights themselves.
+  ComputeCopies(const std::vector<Tensor>& weights, const ComputePrecision& precision, Options options);
+  ComputeCopies(const std::vector<Tensor>& weights, const ComputePrecision& precision)
+      : ComputeCopies(weights, precision, Options{}) {}
   ~ComputeCopies();
   ComputeCopies(const ComputeCopies&) = delete;
   ComputeCopies& operator=(const ComputeCopies&) = delete;
@@ -55,14 +66,21 @@ class ComputeCopies {
   // The live copy of `x` for `precision` on this thread, innermost scope first, or nullptr.
   // MatmulOperand's constructor asks.
   static const MatmulOperand* find(const Tensor& x, const ComputePrecision& precision);
+  // The live decode panels of weight `w` for `precision` on this thread, or nullptr.
+  static const MatvecPanels* find_panels(const Tensor& w, const ComputePrecision& precision);
 
  private:
   struct Copy {
     const float* data;                 // x.data() when the copy was made
     int64_t numel;
     std::shared_ptr<Storage> storage;  // keeps that buffer from being recycled
-    MatmulOperand operand;
+    MatmulOperand operand;                 // bf16 only
+    std::shared_ptr<const MatvecPanels> panels;  // with Options::decode_panels
   };
+  enum class Form { kOperand, kPanels };
+  // The copy of `x` in the innermost live scope of `precision` that holds it in `form`, or
+  // nullptr; counted as served.
+  static const Copy* lookup(const Tensor& x, const ComputePrecision& precision, Form form);
   ComputePrecision precision_;
   std::unordered_map<const TensorImpl*, Copy> copies_;
   int64_t bytes_ = 0;

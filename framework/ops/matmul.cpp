@@ -229,7 +229,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const ComputePrecision precision = compute_precision();
   const Tensor bias = compute_value(b);
   const MatmulOperand xs(x, precision);
-  if (!precision.bf16() && M <= kMatvecMaxRows) {  // a decode step's few rows: stream the weight once
+  const MatvecPanels* panels = M <= kMatvecPanelsMaxRows ? ComputeCopies::find_panels(w, precision) : nullptr;
+  if (panels != nullptr) {  // a decode step's rows (or a short prefill's), the weight laid out for them
+    panels->multiply(x.data(), b.defined() ? bias.data() : nullptr, y.data(), M);
+  } else if (!precision.bf16() && M <= kMatvecMaxRows) {  // a few rows: stream the weight once
     matvec(x.data(), w.data(), b.defined() ? bias.data() : nullptr, y.data(), M, N, K);
   } else {
     matmul_raw(xs, 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0, MatView::matrix(K, N, K, /*trans=*/true),

@@ -13,6 +13,9 @@
 
 #include <cstdint>
 
+#include "framework/ops/bf16.h"
+#include "framework/tensor.h"
+
 namespace shardlab {
 
 // The most rows ops::linear multiplies with matvec (fp32); above it oneDNN's GEMM is as
@@ -21,5 +24,44 @@ constexpr int64_t kMatvecMaxRows = 8;
 
 // y[M, N] = x[M, K] · w[N, K]^T (+ bias[N] when bias is not null); all row-major, fp32.
 void matvec(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K);
+
+// The most rows ops::linear multiplies from a weight's MatvecPanels; above it oneDNN's GEMM
+// is as fast or faster. Measured (2 threads, the decode benchmark's 24 weights, oneDNN on
+// the unpacked weight): 16 rows 5.3 ms panels / 10.8 ms oneDNN, 64 rows 17.5 / 21.2,
+// 128 rows 33.6 / 34.5, 256 rows 68.0 / 63.4.
+constexpr int64_t kMatvecPanelsMaxRows = 128;
+
+// A weight w[N, K] laid out for the decode step: 16-column panels, [ceil(N/16)][K][16] (the
+// columns past N zero), in fp32 or bf16. A panel is one contiguous stream of K x 16 values
+// that the hardware prefetcher follows, where w's own rows are N short streams of K values
+// each; every output is one FMA chain over k in order (no lanes to sum), so a row's result
+// depends neither on the other rows nor on the thread count. Measured here (1 thread, the
+// decode benchmark's 170 MB of weights, docs/performance.md): 1 row 40 GB/s against
+// matvec's 25-30, 8 rows 28 GB/s against 14.
+//
+//   const MatvecPanels panels(w.data(), N, K, /*bf16=*/false);   // once, after loading
+//   panels.multiply(x, bias, y, M);                              // y = x w^T + bias
+//
+// bf16 panels hold w rounded to bf16 (half the bytes read per token) and multiply x
+// rounded to bf16, accumulating in fp32: bf16 operands, fp32 accumulation, as every bf16
+// matmul (framework/precision.h).
+class MatvecPanels {
+ public:
+  MatvecPanels(const float* w, int64_t N, int64_t K, bool bf16);
+
+  // y[M, N] = x[M, K] w^T (+ bias[N] when bias is not null), any M (rows go eight at a time).
+  void multiply(const float* x, const float* bias, float* y, int64_t M) const;
+
+  int64_t rows() const { return n_; }  // N
+  int64_t cols() const { return k_; }  // K
+  bool bf16() const { return bf16_; }
+  int64_t bytes() const;
+
+ private:
+  int64_t n_ = 0, k_ = 0, panels_ = 0;
+  bool bf16_ = false;
+  Tensor f32_;       // fp32 panels
+  Bf16Array bf16s_;  // bf16 panels
+};
 
 }  // namespace shardlab
