@@ -93,6 +93,8 @@ void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t 
     case Init::Normal: {
       const Rng rng(seed);
       const uint64_t stream = hash_name(p.name);
+      // Each value is a function of (name, index) alone: threads split the range freely.
+#pragma omp parallel for schedule(static) if (end - begin >= (1 << 16))
       for (int64_t i = begin; i < end; ++i) out[i - begin] = p.init.std * rng.normal(stream, i);
       break;
     }
