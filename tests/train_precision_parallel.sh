@@ -12,6 +12,9 @@
 # each other's slices: its parameters match a single process's bf16 run within 1e-4 of
 # each tensor's largest magnitude (a slice saved as bf16 would be off by up to 2^-9).
 set -euo pipefail
+# One bf16 matmul path for every run: `auto` times both paths at start-up, and two runs of a
+# loaded machine can pick differently (their parameters then differ by far more than 1e-4).
+export SHARDLAB_BF16_MATMUL=native
 train=$1 compare=$2; shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
