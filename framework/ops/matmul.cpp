@@ -228,11 +228,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
   const Tensor bias = compute_value(b);
-  const MatmulOperand xs(x, precision);
   const MatvecPanels* panels = M <= kMatvecPanelsMaxRows ? ComputeCopies::find_panels(w, precision) : nullptr;
+  const bool gemm = panels == nullptr && (precision.bf16() || M > kMatvecMaxRows);
+  // x as the GEMM multiplies it and backward keeps it; a decode step without autograd
+  // needs neither (under bf16 that saves converting x on every call).
+  const MatmulOperand xs = gemm || needs_grad({&x, &w, &b}) ? MatmulOperand(x, precision) : MatmulOperand();
   if (panels != nullptr) {  // a decode step's rows (or a short prefill's), the weight laid out for them
     panels->multiply(x.data(), b.defined() ? bias.data() : nullptr, y.data(), M);
-  } else if (!precision.bf16() && M <= kMatvecMaxRows) {  // a few rows: stream the weight once
+  } else if (!gemm) {  // a few fp32 rows: stream the weight once
     matvec(x.data(), w.data(), b.defined() ? bias.data() : nullptr, y.data(), M, N, K);
   } else {
     matmul_raw(xs, 0, MatView::matrix(M, K, K), MatmulOperand(w, precision), 0, MatView::matrix(K, N, K, /*trans=*/true),
