@@ -80,7 +80,7 @@ class RunReport {
   std::string data_axes_;
   double peak_flops_ = 0;          // sum over ranks: the MFU denominator, the peak of the run's compute dtype
   double fp32_peak_flops_ = 0;     // sum over ranks, measured
-  double bf16_peak_flops_ = 0;     // sum over ranks, measured; 0 without avx512_bf16
+  double bf16_peak_flops_ = 0;     // sum over ranks, measured under bf16 compute; 0 without avx512_bf16
   double step_peak_bytes_ = 0;     // live bytes at their peak during step 1 (the memory tracker's)
   double flops_per_token_ = 0;
   double tokens_per_step_ = 0;
