@@ -33,6 +33,12 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
   // The cost model's state shards over fsdp x context as ZeRO-3.
   cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 ? " --zero 3" : "");
+  if (l.fsdp * l.context == 1 && l.data > 1 && l.zero > 0) cmd += flag("zero", l.zero);
+  if (l.tensor > 1 && l.sequence_parallel) cmd += " --sequence-parallel";
+  if (l.pipe > 1 && l.schedule != parallel::ScheduleKind::k1F1B) {
+    cmd += " --pp-schedule " + parallel::to_string(l.schedule);
+    if (l.virtual_stages > 1) cmd += flag("pp-virtual", l.virtual_stages);
+  }
   if (l.context > 1) cmd += std::string(" --cp-comm ") + parallel::context_comm_name(c.context_comm);
   // train_gpt's wires are fp32 unless told (as the planner's with fp32 training).
   if (c.precision.wire.reduce != cost::DType::kFp32) cmd += " --reduce-dtype " + cost::to_string(c.precision.wire.reduce);

@@ -65,8 +65,13 @@ std::string gpu_conditions_text(const TrainConfig& c, const StepEstimate& e, con
 }
 
 std::string book_verdict_line(double comm_to_compute, const StepEstimate& e) {
-  return "    T_comms/T_math by the book " + fixed(comm_to_compute, "%.2f") + ": " +
-         (comm_to_compute <= 1 ? "compute-bound" : "communication-bound") + "; the cost model's step " +
+  const std::string book = "    T_comms/T_math by the book " + fixed(comm_to_compute, "%.2f") + ": " +
+                           (comm_to_compute <= 1 ? "compute-bound" : "communication-bound") + "; the cost model's step ";
+  if (e.cpu_step)  // --cluster local: as train_gpt predicts its own (cost/training/cpu_step.h)
+    return book + human(e.step_seconds, "s") + " = compute " + human(e.compute_seconds, "s") +
+           (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
+           " + the communication that does not hide " + human(e.step_seconds - e.compute_seconds, "s") + "\n";
+  return book +
          human(e.step_seconds, "s") + " = max(compute " + human(e.compute_seconds, "s") +
          (e.bubble_fraction > 0 ? " with a " + human(100 * e.bubble_fraction, "") + "% pipeline bubble" : "") +
          ", communication " + human(e.comm_seconds - e.ring_exposed_seconds, "s") + ")" +

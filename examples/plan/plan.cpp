@@ -387,8 +387,16 @@ int main(int argc, char** argv) {
           ("pods", "train: whole TPU pods of the profile joined by DCN (chips = pods x pod size)", cxxopts::value<int>())
           ("tokens", "train: a run's total tokens, e.g. 15e12: steps and days at the best layout's step time",
            cxxopts::value<std::string>())
-          ("cluster", "train: 'local' ranks layouts for this machine (its measured profile, fp32)",
+          ("cluster", "train: 'local' ranks layouts for this machine as train_gpt predicts its own step (its "
+                      "measured profile; each layout also with ZeRO-1/2, sequence parallelism and every pipeline "
+                      "schedule)",
            cxxopts::value<std::string>())
+          ("zero", "train --layout: ZeRO stage over the data axis, 0, 1 or 2 (an fsdp axis is stage 3)",
+           cxxopts::value<int>()->default_value("0"))
+          ("sequence-parallel", "train --layout: sequence parallelism on the tensor axis")
+          ("pp-schedule", "train --layout: the pipe axis's schedule, gpipe, 1f1b, interleaved or zero-bubble",
+           cxxopts::value<std::string>()->default_value("1f1b"))
+          ("pp-virtual", "train --layout: virtual stages per pipe rank (interleaved)", cxxopts::value<int>()->default_value("1"))
           ("cp-comm", "train: attention over the context axis, ring (ppermutes under each step's block attention, "
                       "as train_gpt's default) or allgather (LLaMA 3's)",
            cxxopts::value<std::string>()->default_value("ring"))

@@ -17,6 +17,7 @@
 #include "framework/precision.h"
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/training/axis_conditions.h"
+#include "parallel/cost/training/cpu_step.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"
@@ -296,12 +297,23 @@ int cmd_train(const cxxopts::ParseResult& a) {
   }
   c.context_comm = parallel::parse_context_comm(a["cp-comm"].as<std::string>());
   const int chips = chips_or_pods(a, hw, a["chips"].as<int>());
+  // --cluster local prices a step as train_gpt predicts its own (TrainConfig::cpu_step): a
+  // chip is one rank with the profile's threads, and ranks beyond the cores share them.
+  if (cluster == "local") {
+    c.cpu_step = true;
+    c.core_sharing = core_sharing(chips, std::max(1, fingerprint_threads(hw.fingerprint)));
+    c.capacity_factor = nn::ModelConfig{}.capacity_factor;  // train_gpt's default
+  }
   hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
   if (hw.sharp && hw.interconnect != Interconnect::kSwitched)
     throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
                     "GPU profile (h100, b200, ...) or drop --sharp");
   if (a.count("layout")) {
-    const Layout l = parse_layout(a["layout"].as<std::string>(), chips);
+    Layout l = parse_layout(a["layout"].as<std::string>(), chips);
+    l.zero = a["zero"].as<int>();
+    l.sequence_parallel = a.count("sequence-parallel") > 0;
+    l.schedule = parallel::parse_schedule_kind(a["pp-schedule"].as<std::string>());
+    l.virtual_stages = a["pp-virtual"].as<int>();
     const StepEstimate e = estimate_train_step(c, l, hw);
     std::string text = derived + l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
                        human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +

@@ -18,6 +18,7 @@
 //                           model/autograd_activations.h  what shardlab's own autograd keeps
 //   5  training             training/axis_conditions.h  the book's conditions, one axis at a time
 //                           training/train_step.h     a layout and one training step of it
+//                           training/cpu_step.h       that step on CPU ranks, as train_gpt predicts it
 //                           training/zero_memory.h    one rank's state under ZeRO stages 0-3
 //                           training/tpu_conditions.h the conditions of a whole layout on tori
 //                           network/multipod.h        pods joined by DCN
@@ -57,5 +58,6 @@
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
 #include "parallel/cost/training/tpu_conditions.h"
+#include "parallel/cost/training/cpu_step.h"
 #include "parallel/cost/training/train_step.h"
 #include "parallel/cost/training/zero_memory.h"

@@ -255,6 +255,18 @@ std::string local_fingerprint(int threads) {
   return fingerprint;
 }
 
+int fingerprint_threads(const std::string& fingerprint) {
+  const size_t bar = fingerprint.rfind(" | ");
+  if (bar == std::string::npos) return 0;
+  const std::string last = fingerprint.substr(bar + 3);
+  if (!last.ends_with(" threads")) return 0;
+  try {
+    return std::max(0, std::stoi(last));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 const HardwareProfile& hardware(const std::string& name) {
   static const std::vector<HardwareProfile> book = book_profiles();
   const std::string key = lower(name);

@@ -122,6 +122,8 @@ std::string local_profile_path();
 // (its tree, compiler, build type and when it was configured) and the OpenMP threads per
 // rank. A cached profile with another fingerprint is measured again.
 std::string local_fingerprint(int threads);
+// The OpenMP threads per rank a fingerprint records (its last field), 0 if none.
+int fingerprint_threads(const std::string& fingerprint);
 // Replaces the `local` profile hardware() returns for the rest of the process.
 void set_local_profile(const HardwareProfile& profile);
 // Read/write a profile file ("key = value" lines; docs/cost_model.md). Throws UserError on

@@ -30,9 +30,9 @@ bool best_microbatches(const TrainConfig& c, Layout layout, const HardwareProfil
   for (int mb = 1; mb <= 1024; mb *= 2) {
     layout.microbatches = mb;
     const std::string why = layout_problem(c, layout);
-    if (!why.empty()) {
+    if (!why.empty()) {  // interleaved takes microbatches in groups of the pipe size: try more
       if (mb == 1) problem = why;
-      break;
+      continue;
     }
     const StepEstimate e = estimate_train_step(c, layout, hw);
     const bool better = !found || (e.fits && !best.fits) ||
@@ -56,7 +56,8 @@ std::string verdict(const StepEstimate& e, const StepEstimate& best, const Hardw
   if (e.bubble_fraction > 0.05)
     return "pipeline bubble idles the chips " + fixed(100 * e.bubble_fraction, 2) + "% of the step";
   if (e.step_seconds > best.step_seconds * 1.001)
-    return "slower: " + fixed(e.step_seconds / best.step_seconds) + "x the best step (communication " +
+    return "slower: " + fixed(e.step_seconds / best.step_seconds) + "x the best step (compute " +
+           fixed(e.compute_seconds) + " s vs " + fixed(best.compute_seconds) + " s, communication " +
            fixed(e.comm_seconds) + " s vs " + fixed(best.comm_seconds) + " s)";
   return "ties the best; uses more memory per chip (" + fixed(e.memory.total() / gb) + " GB vs " +
          fixed(best.memory.total() / gb) + " GB)";
@@ -75,6 +76,32 @@ std::string wire_flags(const WireDtypes& from, const WireDtypes& to) {
   if (to.reduce != from.reduce) flags = "--reduce-dtype " + to_string(to.reduce);
   if (to.gather != from.gather) flags += (flags.empty() ? "" : " ") + std::string("--gather-dtype ") + to_string(to.gather);
   return flags;
+}
+
+// On CPU ranks (TrainConfig::cpu_step) what train_gpt chooses beside the mesh is a
+// candidate of its own: ZeRO-1 and ZeRO-2 over a data axis (not beside an fsdp or
+// context axis: those shard the state as ZeRO-3), sequence parallelism on a dense model's
+// tensor axis, and every pipeline schedule (interleaved with 2 virtual stages).
+std::vector<Layout> variants_of(const TrainConfig& c, const Layout& base) {
+  if (!c.cpu_step) return {base};
+  using parallel::ScheduleKind;
+  const std::vector<int> zeros = base.data > 1 && base.fsdp * base.context == 1 ? std::vector{0, 1, 2} : std::vector{0};
+  const std::vector<bool> sps = base.tensor > 1 && c.model.experts == 0 ? std::vector{false, true} : std::vector{false};
+  const std::vector<std::pair<ScheduleKind, int>> schedules =
+      base.pipe > 1 ? std::vector<std::pair<ScheduleKind, int>>{{ScheduleKind::k1F1B, 1},
+                                                                {ScheduleKind::kGPipe, 1},
+                                                                {ScheduleKind::kInterleaved, 2},
+                                                                {ScheduleKind::kZeroBubble, 1}}
+                    : std::vector<std::pair<ScheduleKind, int>>{{ScheduleKind::k1F1B, 1}};
+  std::vector<Layout> out;
+  for (int zero : zeros)
+    for (bool sp : sps)
+      for (const auto& [schedule, virtual_stages] : schedules) {
+        Layout l = base;
+        l.zero = zero, l.sequence_parallel = sp, l.schedule = schedule, l.virtual_stages = virtual_stages;
+        out.push_back(l);
+      }
+  return out;
 }
 
 }  // namespace
@@ -147,7 +174,8 @@ Plan plan_training(const TrainConfig& c, int chips, const HardwareProfile& hw) {
             const double batch_ways = static_cast<double>(data) * fsdp * expert * context;
             const bool needed = std::fmod(sequences, batch_ways) != 0;
             if (context > 1 && !c.shardlab_activations && !needed) continue;
-            consider(Layout{data, fsdp, context, pipe, expert, tensor, 1});
+            for (const Layout& layout : variants_of(c, Layout{data, fsdp, context, pipe, expert, tensor, 1}))
+              consider(layout);
           }
         }
       }

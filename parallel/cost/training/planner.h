@@ -4,7 +4,9 @@
 // step time then memory per chip, and say why each other layout loses. A context axis is
 // tried only where data x fsdp x expert x context does not divide the batch's sequences
 // (fewer sequences than chips, or a factor of the chip count they lack), or with
-// config.shardlab_activations wherever train_gpt can train one.
+// config.shardlab_activations wherever train_gpt can train one. On CPU ranks
+// (config.cpu_step: `--cluster local`) each layout is also tried with ZeRO-1/2 over its
+// data axis, sequence parallelism on its tensor axis and every pipeline schedule.
 //
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
 //   plan.ranked[0].estimate.layout.describe();   // the winner

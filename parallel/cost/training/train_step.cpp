@@ -9,6 +9,7 @@
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/network/fat_tree.h"
 #include "parallel/cost/network/multipod.h"
+#include "parallel/cost/training/cpu_step.h"
 #include "parallel/cost/training/zero_memory.h"
 
 namespace shardlab::cost {
@@ -20,14 +21,21 @@ std::string Layout::describe() const {
   for (const auto& [name, size] : axes)
     if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
   if (out.tellp() == 0) out << "single chip";
+  if (data > 1 && zero > 0) out << " zero=" << zero;
+  if (tensor > 1 && sequence_parallel) out << " sequence-parallel";
+  if (pipe > 1 && schedule != parallel::ScheduleKind::k1F1B) {
+    out << " " << parallel::to_string(schedule);
+    if (virtual_stages > 1) out << " x" << virtual_stages;
+  }
   if (microbatches > 1) out << " (microbatches " << microbatches << ")";
   return out.str();
 }
 
 std::string Layout::strategy() const {
   std::string s;
-  const std::pair<const char*, int> parts[] = {
-      {"DP", data}, {"FSDP", fsdp}, {"CP", context}, {"PP", pipe}, {"EP", expert}, {"TP", tensor}};
+  const std::string dp = zero > 0 ? "ZeRO-" + std::to_string(zero) : "DP";
+  const std::pair<std::string, int> parts[] = {{dp, data},  {"FSDP", fsdp}, {"CP", context},
+                                               {"PP", pipe}, {"EP", expert}, {sequence_parallel ? "TP+SP" : "TP", tensor}};
   for (const auto& [name, size] : parts)
     if (size > 1) {
       if (!s.empty()) s += '+';
@@ -47,6 +55,15 @@ std::string layout_problem(const TrainConfig& c, const Layout& l) {
   if (m.kv_heads % l.tensor && l.tensor % m.kv_heads) return say("tensor", l.tensor, "kv_heads K", m.kv_heads);
   if (m.d_ff % l.tensor) return say("tensor", l.tensor, "d_ff F", m.d_ff);
   if (m.layers % l.pipe) return say("pipe", l.pipe, "layers L", m.layers);
+  if (l.zero < 0 || l.zero > 2) return "zero=" + std::to_string(l.zero) + " on the data axis must be 0, 1 or 2";
+  if (l.virtual_stages < 1 || (l.virtual_stages > 1 && l.schedule != parallel::ScheduleKind::kInterleaved))
+    return "virtual stages " + std::to_string(l.virtual_stages) + " need the interleaved schedule";
+  if (l.pipe > 1 && l.schedule == parallel::ScheduleKind::kInterleaved) {  // what make_pipeline_schedule refuses
+    if (l.virtual_stages < 2) return "the interleaved schedule needs 2 or more virtual stages per pipe rank";
+    if (m.layers % (l.pipe * l.virtual_stages))
+      return say("pipe x virtual stages", l.pipe * l.virtual_stages, "layers L", m.layers) + " (interleaved)";
+    if (l.microbatches % l.pipe) return say("pipe", l.pipe, "microbatches", l.microbatches) + " (interleaved)";
+  }
   if (l.expert > 1 && (m.experts == 0 || m.experts % l.expert))
     return say("expert", l.expert, "experts E", m.experts);
   if (l.context > m.context)
@@ -101,6 +118,33 @@ struct AxisSpec {
   int inner;  // chips on axes nested inside this one
 };
 
+// TrainConfig::cpu_step: compute as train_gpt predicts its own without the probe, and the
+// step as compute plus the communication that cannot hide behind it.
+void cpu_step_time(const TrainConfig& c, const Layout& l, const HardwareProfile& hw, double optimizer_shards,
+                   StepEstimate& s) {  // optimizer_shards: the ranks AdamW's state shards over
+  const double flops = s.compute_seconds * (1 - s.bubble_fraction);  // the FLOPs at the GEMM rate
+  const double busy = (flops + elementwise_seconds(c, l, hw) + optimizer_seconds(c, l, hw, optimizer_shards) +
+                       expert_padding_seconds(c, c.capacity_factor, l.chips(), hw.flops_fp32)) *
+                      c.core_sharing;
+  s.compute_seconds = busy / (1 - s.bubble_fraction);
+  // Parameter gathers and gradient reductions may run under compute; activations, tokens
+  // and K/V blocks are awaited between a layer's matmuls, and ZeRO-1/2's gather of the
+  // updated parameters after the step.
+  double blocking = 0, state = 0;
+  for (const AxisComm& comm : s.comms) {
+    const bool overlaps = (comm.what.starts_with("all_gather(params)") || comm.what.starts_with("reduce_scatter(grads)") ||
+                           comm.what.starts_with("all_reduce(grads)") || comm.what.starts_with("all_reduce(dense grads)")) &&
+                          !comm.what.ends_with("after the step");
+    (overlaps ? state : blocking) += comm.seconds - comm.hidden;
+  }
+  // ZeRO-3's gathers and reductions spread over the whole step; DP's reduction runs under
+  // the last microbatch's backward (2/3 of its compute).
+  const double cover = l.fsdp * l.context > 1 ? busy : busy * 2.0 / 3.0 / l.microbatches;
+  s.step_seconds = s.compute_seconds + blocking + std::max(0.0, state - cover);
+  s.cpu_step = true;
+  s.compute_bound = s.compute_seconds >= blocking + state;
+}
+
 }  // namespace
 
 StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const HardwareProfile& hw) {
@@ -147,7 +191,14 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
       2 * per_microbatch);
   add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard),
       per_microbatch);
-  add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+  // ZeRO-1 all_reduces the gradients, ZeRO-2 reduce_scatters them; both all_gather the
+  // updated parameters once per step.
+  if (l.zero == 2) {
+    add(data, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+  } else {
+    add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+  }
+  if (l.zero >= 1) add(data, CollectiveOp::kAllGather, "all_gather(params) after the step", wire_bytes(wire.gather, model_shard / f), 1);
   add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", wire_bytes(wire.reduce, dense_params / (t * pp * f)),
       1);
 
@@ -198,7 +249,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.tokens_per_chip = padded_batch / chips;
   s.padding_fraction = 1 - c.batch_tokens / padded_batch;
   s.flops_per_chip = train_flops_per_token(m, c.remat) * s.tokens_per_chip;
-  s.bubble_fraction = (pp - 1) / (mb + pp - 1);
+  s.bubble_fraction = parallel::predicted_bubble(l.schedule, l.pipe, l.virtual_stages, l.microbatches);
   s.compute_seconds = s.flops_per_chip / (peak_flops(hw, c.precision.compute) * c.efficiency) /
                       (1 - s.bubble_fraction);
   std::map<std::string, double> per_axis;
@@ -217,16 +268,20 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.compute_bound = s.compute_seconds >= s.comm_seconds;
   s.step_seconds = std::max(s.compute_seconds, overlapped) + s.ring_exposed_seconds;
   s.step_seconds_serial = s.compute_seconds + traffic;
+  if (c.cpu_step) cpu_step_time(c, l, hw, f > 1 ? f : l.zero >= 1 ? l.data : 1.0, s);
 
   // The fsdp x context group is ZeRO-3: every piece of the state shards over it, the
   // gradients too while microbatches accumulate (each reduce_scatters its own). train_gpt's
   // ZeRO-3 (train_command's --zero 3) shards over its own group of ranks.
   const double shards = c.shardlab_activations ? zero_shard_ranks(l.data, l.fsdp, l.context, l.fsdp > 1 && l.data > 1) : f;
-  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : 0, shards, false, layers_per_stage);
+  const bool data_zero = f == 1 && l.zero >= 1 && l.data > 1;  // ZeRO-1/2 over the data axis
+  const ZeroShare share = zero_share(model_shard, f > 1 ? 3 : data_zero ? l.zero : 0, data_zero ? l.data : shards, false,
+                                     layers_per_stage);
   s.memory.params = param_bytes * (share.params + share.gathered);
   s.memory.grads = grad_bytes * share.grads;
   s.memory.optimizer = c.precision.optimizer_bytes * share.optimizer;
-  const double in_flight = std::min(mb, pp);  // 1F1B keeps up to p microbatches per stage
+  // 1F1B (and its interleaved and zero-bubble forms) keeps up to p microbatches per stage, GPipe all m.
+  const double in_flight = l.schedule == parallel::ScheduleKind::kGPipe ? mb : std::min(mb, pp);
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
     const ActivationBytes a = shardlab_activation_bytes(
         m, {.tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,

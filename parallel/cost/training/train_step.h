@@ -31,6 +31,7 @@
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/training/context_attention.h"
+#include "parallel/pipeline/schedule.h"
 
 namespace shardlab::cost {
 
@@ -39,6 +40,13 @@ namespace shardlab::cost {
 struct Layout {
   int data = 1, fsdp = 1, context = 1, pipe = 1, expert = 1, tensor = 1;
   int microbatches = 1;  // pipeline microbatches / gradient-accumulation steps
+  // What train_gpt chooses beside the mesh (its --zero, --sequence-parallel, --pp-schedule
+  // and --pp-virtual); the planner ranks each as a candidate of its own on CPU ranks
+  // (TrainConfig::cpu_step). An fsdp or context axis is ZeRO-3 whatever `zero` says.
+  int zero = 0;                    // the data axis: 0 (DP), 1 (optimizer state) or 2 (and gradients) sharded
+  bool sequence_parallel = false;  // the tensor axis: norms and residuals split too (Megatron's SP)
+  parallel::ScheduleKind schedule = parallel::ScheduleKind::k1F1B;  // the pipe axis
+  int virtual_stages = 1;          // interleaved: stages per pipe rank
   int chips() const { return data * fsdp * context * pipe * expert * tensor; }
   std::string describe() const;  // "data=2 fsdp=4 tensor=2 (microbatches 4)"
   std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+CP+TP", ...
@@ -57,6 +65,16 @@ struct TrainConfig {
   // keeps (0 fp32; 2 with oneDNN's bf16 kernels; 4 on the rounded path's fp32 copies).
   double matmul_copy_bytes = 0;
   ContextComm context_comm = ContextComm::kRing;  // attention over the context axis
+  // Price the step as train_gpt predicts its own on CPU ranks (the planner's --cluster
+  // local): compute adds the element-wise work, the optimizer's pass and the experts' empty
+  // slots at the memory bandwidth (training/cpu_step.h), slowed by core_sharing where the
+  // ranks' threads outnumber the cores; the step is that compute plus the communication
+  // that cannot hide -- the tensor, expert, context and pipe axes' (between a layer's
+  // matmuls), and the data axes' beyond what the backward pass covers -- not
+  // max(compute, communication).
+  bool cpu_step = false;
+  double core_sharing = 1;      // threads per core (cpu_step.h, core_sharing)
+  double capacity_factor = 0;   // an MoE model's expert capacity (0: dropless), for cpu_step
 };
 
 // One collective (or send/recv) the layout runs each step, with its total time.
@@ -85,6 +103,8 @@ struct StepEstimate {
   double comm_seconds = 0;         // sum over comms, less what ring attention's compute hides
   double ring_exposed_seconds = 0; // of comm_seconds, the ring's stalls
   double step_seconds = 0;         // max(compute, other comm) + ring stalls: communication overlapped
+                                   // (TrainConfig::cpu_step: compute + the communication that does not hide)
+  bool cpu_step = false;           // priced as TrainConfig::cpu_step says
   double step_seconds_serial = 0;  // compute + comm: nothing overlapped
   TrainingMemory memory;           // per chip, FSDP prefetch buffers counted as params
   bool fits = false;               // memory.total() <= hbm_bytes
