@@ -86,15 +86,16 @@ TEST_CASE("auto picks two-level for large all_reduces across hosts only, and the
   CHECK(v == std::vector<float>(v.size(), 4.0f));
 }
 
-// MPI's nonblocking all_reduce is slow across hosts over TCP, so an async all_reduce that
-// auto gives to MPI runs the ring there from 1 MiB (collectives.h).
-TEST_CASE("an async all_reduce across hosts that auto gives to MPI runs the ring from 1 MiB") {
+// MPI's nonblocking all_reduce is slow across hosts over TCP and on shared memory, so an
+// async all_reduce that auto gives to MPI runs the ring from 1 MiB (collectives.h).
+TEST_CASE("an async all_reduce that auto gives to MPI runs the ring from 1 MiB, on one host and across hosts") {
   if (world_size() != 4) return;
   Mesh mesh(MPI_COMM_WORLD, "data=4");
   const AxisGroup& g = mesh.axis("data");
   mesh.context().auto_table = AlgorithmTable({{CollectiveOp::kAllReduce, AlgorithmTable::kAnySize,
                                                AlgorithmTable::kAnySize, Algorithm::kNative}});
-  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kAuto) == Algorithm::kAuto);  // one host
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kAuto) == Algorithm::kRing);  // one host
+  CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes - 4, Algorithm::kAuto) == Algorithm::kAuto);
   mesh.context().hosts = HostTopologies(mesh, mesh.rank() / 2);
   CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes, Algorithm::kAuto) == Algorithm::kRing);
   CHECK(async_all_reduce_algorithm(g, kAsyncRingMinBytes - 4, Algorithm::kAuto) == Algorithm::kAuto);

@@ -448,13 +448,15 @@ CollectiveHandle reduce_scatter_async(const AxisGroup& g, std::span<const float>
                                       Algorithm a, DType wire, std::span<float> feedback) {
   return start_if(plan_reduce_scatter(g, in, out, a, wire, feedback));
 }
-// OpenMPI 4.1's nonblocking all_reduce across hosts over TCP is slow: 4 MiB between two
-// hosts at 1 Gb/s took 62.6 ms with MPI_Iallreduce + MPI_Wait, against 36 ms for
-// MPI_Allreduce and for the ring (docs/collectives.md, "Compressed wires on Ethernet").
-// So an async all_reduce from 1 MiB that `auto` would give to MPI runs the ring when its
-// group spans hosts; on one host (shared memory) auto's choice stands.
+// OpenMPI 4.1's nonblocking all_reduce is slow: across hosts over TCP, 4 MiB at 1 Gb/s took
+// 62.6 ms with MPI_Iallreduce + MPI_Wait, against 36 ms for MPI_Allreduce and for the ring
+// (docs/collectives.md, "Compressed wires on Ethernet"); on one host, gpt-bench's 13 MB of
+// gradient buckets under DP and ZeRO-1 (2 ranks, 2 cores, three interleaved rounds) took
+// steps of 113-129 ms (ZeRO-1 126-185 ms) with it, 112-114 ms (ZeRO-1 116 ms) with the ring,
+// whose steps our own test() calls drive during backward. So an async all_reduce from 1 MiB
+// that `auto` would give to MPI runs the ring.
 Algorithm async_all_reduce_algorithm(const AxisGroup& g, int64_t bytes, Algorithm requested) {
-  if (requested != Algorithm::kAuto || bytes < kAsyncRingMinBytes || g.context().hosts.of(g).hosts() < 2) return requested;
+  if (requested != Algorithm::kAuto || bytes < kAsyncRingMinBytes) return requested;
   const Algorithm chosen = resolve_algorithm(g, CollectiveOp::kAllReduce, bytes, requested);
   return chosen == Algorithm::kNative ? Algorithm::kRing : chosen;
 }

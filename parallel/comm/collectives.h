@@ -135,8 +135,8 @@ CollectiveHandle recv_async(const AxisGroup& axis, std::span<float> buffer, int 
 // The algorithm `auto` resolves to for this collective on this group.
 Algorithm resolve_algorithm(const AxisGroup& group, CollectiveOp op, int64_t bytes, Algorithm requested);
 // What all_reduce_async runs: resolve_algorithm's choice, except that from
-// kAsyncRingMinBytes on a group spanning hosts it runs the ring where auto would give the
-// buffer to MPI's nonblocking all_reduce, which is slow over TCP (collectives.cpp).
+// kAsyncRingMinBytes it runs the ring where auto would give the buffer to MPI's nonblocking
+// all_reduce, which is slow over TCP and on shared memory alike (collectives.cpp).
 inline constexpr int64_t kAsyncRingMinBytes = 1 << 20;
 Algorithm async_all_reduce_algorithm(const AxisGroup& group, int64_t bytes, Algorithm requested);
 
