@@ -127,16 +127,8 @@ void cpu_step_time(const TrainConfig& c, const Layout& l, const HardwareProfile&
                        expert_padding_seconds(c, c.capacity_factor, l.chips(), hw.flops_fp32)) *
                       c.core_sharing;
   s.compute_seconds = busy / (1 - s.bubble_fraction);
-  // Parameter gathers and gradient reductions may run under compute; activations, tokens
-  // and K/V blocks are awaited between a layer's matmuls, and ZeRO-1/2's gather of the
-  // updated parameters after the step.
-  double blocking = 0, state = 0;
-  for (const AxisComm& comm : s.comms) {
-    const bool overlaps = (comm.what.starts_with("all_gather(params)") || comm.what.starts_with("reduce_scatter(grads)") ||
-                           comm.what.starts_with("all_reduce(grads)") || comm.what.starts_with("all_reduce(dense grads)")) &&
-                          !comm.what.ends_with("after the step");
-    (overlaps ? state : blocking) += comm.seconds - comm.hidden;
-  }
+  double blocking = 0, state = 0;  // awaited where needed; may run under compute (AxisComm::overlappable)
+  for (const AxisComm& comm : s.comms) (comm.overlappable ? state : blocking) += comm.seconds - comm.hidden;
   // ZeRO-3's gathers and reductions spread over the whole step; DP's reduction runs under
   // the last microbatch's backward (2/3 of its compute).
   const double cover = l.fsdp * l.context > 1 ? busy : busy * 2.0 / 3.0 / l.microbatches;
@@ -176,10 +168,11 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
 
   StepEstimate s;
   s.layout = l;
-  auto add = [&](const AxisSpec& axis, CollectiveOp op, const std::string& what, double bytes, int count) {
+  auto add = [&](const AxisSpec& axis, CollectiveOp op, const std::string& what, double bytes, int count,
+                 bool overlappable = false) {
     if (axis.size <= 1 || count == 0 || bytes <= 0) return;
     const CollectiveCost one = axis_collective(op, bytes, axis.size, axis.inner, chips, hw);
-    s.comms.push_back({axis.name, what, op, bytes, count, count * one.seconds, one.path});
+    s.comms.push_back({axis.name, what, op, bytes, count, count * one.seconds, one.path, 0.0, false, overlappable});
   };
 
   const double model_shard = model_shard_params(p, t, pp, e);
@@ -188,19 +181,20 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   // the stored params and grads are.
   const WireDtypes& wire = c.precision.wire;
   add(state, CollectiveOp::kAllGather, "all_gather(params) forward+backward", wire_bytes(wire.gather, model_shard),
-      2 * per_microbatch);
+      2 * per_microbatch, true);
   add(state, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard),
-      per_microbatch);
+      per_microbatch, true);
   // ZeRO-1 all_reduces the gradients, ZeRO-2 reduce_scatters them; both all_gather the
   // updated parameters once per step.
   if (l.zero == 2) {
-    add(data, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+    add(data, CollectiveOp::kReduceScatter, "reduce_scatter(grads)", wire_bytes(wire.reduce, model_shard / f), 1, true);
   } else {
-    add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", wire_bytes(wire.reduce, model_shard / f), 1);
+    add(data, CollectiveOp::kAllReduce, "all_reduce(grads)", wire_bytes(wire.reduce, model_shard / f), 1, true);
   }
-  if (l.zero >= 1) add(data, CollectiveOp::kAllGather, "all_gather(params) after the step", wire_bytes(wire.gather, model_shard / f), 1);
+  if (l.zero >= 1)
+    add(data, CollectiveOp::kAllGather, "all_gather(params) after the step", wire_bytes(wire.gather, model_shard / f), 1);
   add(expert, CollectiveOp::kAllReduce, "all_reduce(dense grads)", wire_bytes(wire.reduce, dense_params / (t * pp * f)),
-      1);
+      1, true);
 
   const double mb_tokens_group = tokens_per_replica / mb;  // one microbatch of one replica
   const double mb_tokens_chip = mb_tokens_group / cp;       // ... of which one context shard

@@ -90,6 +90,10 @@ struct AxisComm {
   // rest stalls the step (the block is awaited), so it adds to the step, not overlapping.
   double hidden = 0;
   bool stalls = false;
+  // A parameter gather or gradient reduction that may run under compute (TrainConfig::cpu_step
+  // hides it under the backward pass); activations, tokens, K/V blocks and ZeRO-1/2's gather
+  // after the step are awaited where they are needed.
+  bool overlappable = false;
 };
 
 struct StepEstimate {
