@@ -60,10 +60,15 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   // Started without a launcher (no mpirun or PMIx variables): one process with no peers.
   // OpenMPI would fork a daemon (orted) for it and probe the network transports, 0.4 s of
   // start-up on every single-process run; an isolated singleton with the plain
-  // point-to-point layer starts in 0.06 s. Settings the user made win (overwrite = 0).
+  // point-to-point layer starts in 0.06 s. Isolated singletons all take the same job name,
+  // so two started at once would share one session directory under /tmp, and one's exit
+  // deletes it while the other creates it (MPI_Init then fails, about 1 start in 250 with
+  // 16 at once); a process with no peers needs no session directory, so none is made.
+  // Settings the user made win (overwrite = 0).
   if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK")) {
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
     setenv("OMPI_MCA_pml", "ob1", 0);
+    setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
   }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
