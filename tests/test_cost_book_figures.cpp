@@ -430,6 +430,32 @@ TEST_CASE("the four cases of a sharded matmul, side by side (chapter 3)") {
   CHECK_THROWS_AS(sharded_matmul_cases(square, 3, v5e), shardlab::UserError);  // 3 does not divide 8192
 }
 
+// sharding.md, Questions 4 and 9: one operand sharded on the contracting D, gather it or
+// multiply the shards and reduce the output. (The book's Q4 answer counts the gather as
+// 2BD bytes; W[D, F] in bf16 is 2DF, which gives its own condition D > 2B.)
+TEST_CASE("gather the sharded operand or reduce the output (sharding.md Q4, Q9)") {
+  const HardwareProfile& v5p = hardware("tpu-v5p");
+  const MatmulSpec m{.b = 4096, .d = 8192, .f = 32768};
+  const GatherOrReduce q4 = gather_or_reduce(m, 4, ShardedOperand::kWeight, v5p);
+  const GatherOrReduce q9 = gather_or_reduce(m, 4, ShardedOperand::kActivation, v5p);
+  const char* q4_where = "sharding.md, Question 4";
+  check({
+      {q4_where, "the AllReduce beats the whole multiply iff D > 2 C / W_ici = 5100", q4.all_reduce_under_whole_math_d,
+       5100, 0.01},
+      {q4_where, "the shards' multiply covers the AllReduce iff X < D / 5100", q4.reduce_compute_bound_d / 4, 5100, 0.01},
+      {q4_where, "FLOPs: 2BDF / X against 2BDF", q4.gather.flops_per_chip / q4.all_reduce.flops_per_chip, 4, kExact},
+      {q4_where, "the AllReduce sends 2 x 2BF bytes, the gather 2DF: D > 2B", q4.all_reduce_moves_less_d, 2.0 * m.b, 0.01},
+      {"sharding.md, Question 9 (b)", "a ReduceScatter costs half the AllReduce", q4.reduce_scatter.t_comms_s /
+       q4.all_reduce.t_comms_s, 0.5, 0.01},
+      {"sharding.md, Question 9 (c)", "gather A[N, M] against reduce-scatter O[N, K]: ratio M / K (here D / F)",
+       q9.gather.t_comms_s / q9.reduce_scatter.t_comms_s, static_cast<double>(m.d) / m.f, 0.01},
+      {"sharding.md, Question 9 (c)", "so the ReduceScatter moves less iff D > F", q9.reduce_scatter_moves_less_d,
+       static_cast<double>(m.f), 0.01},
+  });
+  CHECK(q9.gather.t_comms_s == sharded_matmul_cases(m, 4, v5p)[1].t_comms_s);  // case 2's AllGather of X
+  CHECK_THROWS_AS(gather_or_reduce(m, 3, ShardedOperand::kWeight, v5p), shardlab::UserError);
+}
+
 TEST_CASE("a collective's bytes per link and an MoE's critical batch (chapters 3, 5, 12)") {
   const HardwareProfile& v5e = hardware("tpu-v5e");
   const HardwareProfile& h100 = hardware("h100");

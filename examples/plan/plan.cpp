@@ -3,6 +3,7 @@
 //   shardlab-plan hw [--hw tpu-v5p]                       list profiles / show one
 //   shardlab-plan matmul --hw tpu-v5e --batch 512 --d-model 8192 --d-ff 32768 --w-dtype int8
 //   shardlab-plan matmul --hw tpu-v5e --batch 4096 --cases 4     the four sharded-matmul cases
+//   shardlab-plan matmul --hw tpu-v5p --gather-or-reduce 4        gather W[D_X, F] or reduce the output
 //   shardlab-plan matmul --hw tpu-v5e --w-dtype int8 --batch 1024 --sweep 1024:4096,8192:32768   roofline table
 //   shardlab-plan roofline --einsum bd,df->bf --dims b=4096,d=8192,f=32768 --dtype bf16
 //   shardlab-plan collective --hw tpu-v4p --mesh 4x4x4 --op allgather --bytes 8M --axes 0,1
@@ -39,6 +40,7 @@
 #include "examples/plan/collective.h"
 #include "examples/plan/hw.h"
 #include "examples/plan/layer_table.h"
+#include "examples/plan/matmul_cases.h"
 #include "examples/plan/matmul_sweep.h"
 #include "examples/plan/model_size.h"
 #include "examples/plan/network.h"
@@ -50,7 +52,6 @@
 #include "framework/error.h"
 #include "parallel/cost/hardware/calibrate.h"
 #include "parallel/cost/inference/prefill_decode.h"
-#include "parallel/cost/sharding/matmul_cases.h"
 #include "parallel/cost/training/axis_conditions.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/run_totals.h"
@@ -90,25 +91,16 @@ int cmd_matmul(const cxxopts::ParseResult& a) {
   }
   if (a.count("sweep")) {
     text += matmul_sweep(a["sweep"].as<std::string>(), m, hw, json);
-  } else if (a.count("cases")) {
-    const int n = a["cases"].as<int>();
-    if (shards > 1) throw UserError("give --cases " + std::to_string(n) + " or --shards " + std::to_string(shards) + ", not both (--cases includes --shards' case 3)");
-    Json rows = Json::array();
-    text += "X[B,D] . W[D,F] sharded over one axis X of " + std::to_string(n) + " chips on " + hw.name + ":\n";
-    for (const MatmulCase& c : sharded_matmul_cases(m, n, hw)) {
-      rows.push_back(Json{{"case", c.number}, {"layout", c.layout}, {"action", c.action},
-                          {"collective", c.communicates ? Json(to_string(c.op)) : Json(nullptr)},
-                          {"moved", c.moved}, {"comm_bytes", c.comm_bytes}, {"t_comms_s", c.t_comms_s},
-                          {"flops_per_chip", c.flops_per_chip}, {"t_math_s", c.t_math_s},
-                          {"time_lower_s", c.time_lower_s}, {"time_upper_s", c.time_upper_s}});
-      text += "  case " + std::to_string(c.number) + ": " + c.layout + "\n    " + c.action + ": " +
-              (c.communicates ? to_string(c.op) + " of " + c.moved + " (" + human(c.comm_bytes, "B") + ") " +
-                                    human(c.t_comms_s, "s") + ", "
-                              : std::string("no communication, ")) +
-              "T_math " + human(c.t_math_s, "s") + " (" + human(c.flops_per_chip, "FLOP") + " per chip); time between " +
-              human(c.time_lower_s, "s") + " and " + human(c.time_upper_s, "s") + "\n";
-    }
-    json.update(Json{{"cases_shards", n}, {"cases", rows}});
+  } else if (a.count("cases") || a.count("gather-or-reduce")) {
+    const bool cases = a.count("cases") > 0;
+    const int n = a[cases ? "cases" : "gather-or-reduce"].as<int>();
+    if (shards > 1 || (cases && a.count("gather-or-reduce")))
+      throw UserError("give one of --cases, --gather-or-reduce and --shards (each shards D over one axis)");
+    const std::string operand = a["sharded"].as<std::string>();
+    if (operand != "w" && operand != "x") throw UserError("--sharded '" + operand + "': give w (Question 4) or x (Question 9)");
+    text += cases ? matmul_cases_text(n, m, hw, json)
+                  : gather_or_reduce_text(n, operand == "w" ? ShardedOperand::kWeight : ShardedOperand::kActivation, m,
+                                          hw, json);
   } else if (shards > 1) {
     const ShardedMatmul s = contraction_sharded_matmul(m, shards, hw);
     json.update(Json{{"shards", shards}, {"roofline", roofline_json(s.roofline)}, {"critical_d", s.critical_d}});
@@ -348,6 +340,10 @@ int main(int argc, char** argv) {
           ("shards", "shard D over this many chips", cxxopts::value<int>()->default_value("1"))
           ("cases", "N: the book's four cases of sharding the contracting dim over an axis of N chips, side by side",
            cxxopts::value<int>())
+          ("gather-or-reduce", "N: one operand sharded on D over N chips: gather it, or multiply the shards and "
+           "AllReduce/ReduceScatter the output (the book's Questions 4 and 9)", cxxopts::value<int>())
+          ("sharded", "with --gather-or-reduce: w (W[D_X, F]) or x (X[B, D_X])",
+           cxxopts::value<std::string>()->default_value("w"))
           ("tile", "pad D and F up to this tile (mxu: the chip's MXU edge, 128; 256 on v6e)",
            cxxopts::value<std::string>())
           ("sweep", "D:F,D:F,...: the roofline plot as a table, FLOP/s reached for B = 1, 2, 4, ... up to --batch",

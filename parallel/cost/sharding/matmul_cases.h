@@ -17,6 +17,8 @@
 //
 //   auto cases = sharded_matmul_cases({.b = 4096, .d = 8192, .f = 32768}, 4, hardware("tpu-v5e"));
 //   cases[2].t_comms_s;   // the AllReduce of case 3 (= contraction_sharded_matmul's)
+//   gather_or_reduce({.b = 4096, .d = 8192, .f = 32768}, 4, ShardedOperand::kWeight,
+//                    hardware("tpu-v5p")).all_reduce_under_whole_math_d;   // 5100
 #pragma once
 
 #include <string>
@@ -45,5 +47,42 @@ struct MatmulCase {
 
 // UserError unless shards >= 2 and divides B, D and F (every case shards one of them).
 std::vector<MatmulCase> sharded_matmul_cases(const MatmulSpec& m, int shards, const HardwareProfile& hw);
+
+// Case 2 done two ways (sharding.md, Questions 4 and 9): one operand sharded on the
+// contracting D, the other replicated, Y[B, F] wanted.
+//   gather          AllGather_X the sharded operand, then every chip multiplies whole (the
+//                   chapter's rule for case 2)
+//   all_reduce      slice the replicated operand to the same D_X on each chip (no
+//                   communication), multiply the shards (case 3), AllReduce_X Y[B, F]{U_X}
+//   reduce_scatter  the same, ReduceScatter_X to Y[B_X, F] instead: half the AllReduce
+// kWeight is Question 4's X[B, D] . W[D_X, F] (gather W[D, F]); kActivation is Question 9's
+// X[B, D_X] . W[D, F] (gather X[B, D]: case 2 of sharded_matmul_cases).
+//
+// Where one overtakes the other, as a D: every time involved is either proportional to D
+// (the multiplies, the gather of an operand with D in it) or free of it (the output's
+// collectives), so each crossover is D x (free time) / (proportional time), on the
+// collectives' bandwidth terms (latency aside, as the book reasons):
+//   reduce_compute_bound_d         the shards' multiply covers the AllReduce above it (Q4:
+//                                  D / 2X > C / W_ici, i.e. D > 2 X C / W_ici)
+//   all_reduce_under_whole_math_d  the AllReduce takes less than the gather's whole-matrix
+//                                  multiply above it (Q4: D > 2 C / W_ici, 5100 on a v5p)
+//   all_reduce_moves_less_d        the AllReduce moves less than the gather above it (Q4: 4BF <
+//                                  2DF, D > 2B; Q9: D > 2F)
+//   reduce_scatter_moves_less_d    the same for the ReduceScatter (Q4: D > B; Q9: D > F, the
+//                                  book's cost ratio M/K)
+enum class ShardedOperand { kActivation, kWeight };
+
+struct GatherOrReduce {
+  ShardedOperand sharded = ShardedOperand::kWeight;
+  std::string layout;  // e.g. "X[B, D] . W[D_X, F] -> Y[B, F]"
+  MatmulCase gather, all_reduce, reduce_scatter;
+  double reduce_compute_bound_d = 0;
+  double all_reduce_under_whole_math_d = 0;
+  double all_reduce_moves_less_d = 0;
+  double reduce_scatter_moves_less_d = 0;
+};
+
+// UserError unless shards >= 2 and divides B and D (the ReduceScatter shards B).
+GatherOrReduce gather_or_reduce(const MatmulSpec& m, int shards, ShardedOperand sharded, const HardwareProfile& hw);
 
 }  // namespace shardlab::cost
