@@ -47,14 +47,14 @@ class CheckpointRecording final : public CheckpointSink {
 
  private:
   enum class Kind : uint8_t { kWrite, kRange, kAttribute, kConfig };
-  struct Entry {
+  struct Entry {  // every member initialised: entries are built from designated initializers
     Kind kind = Kind::kWrite;
-    std::string name;           // tensor or attribute
-    Shape shape;
+    std::string name{};         // tensor or attribute
+    Shape shape{};
     int64_t offset = 0;         // kRange
-    std::vector<float> data;    // kWrite, kRange: a copy
-    AttributeValue value;       // kAttribute
-    Attributes config;          // kConfig
+    std::vector<float> data{};  // kWrite, kRange: a copy
+    AttributeValue value{};     // kAttribute
+    Attributes config{};        // kConfig
   };
   std::vector<Entry> entries_;
   int64_t bytes_ = 0;

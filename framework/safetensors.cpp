@@ -18,12 +18,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian, as this host must be");
 
-struct Entry {
-  std::string dtype;
-  Shape shape;
-  uint64_t begin = 0, end = 0;
-};
-
 int64_t dtype_size(const std::string& dtype) { return dtype == "F32" ? 4 : 2; }
 
 std::string shape_text(const Shape& shape) {
@@ -44,6 +38,13 @@ float f16_to_float(uint16_t bits) {
 }  // namespace
 
 struct SafetensorsFile::Impl {
+  // One tensor of the header (a member type: a type in an anonymous namespace may not be a
+  // member of Impl, which has external linkage).
+  struct Entry {
+    std::string dtype;
+    Shape shape;
+    uint64_t begin = 0, end = 0;
+  };
   explicit Impl(std::string p) : path(std::move(p)), map(path) {}
   std::string path;
   MappedFile map;
@@ -163,7 +164,7 @@ std::string SafetensorsFile::dtype(const std::string& name) const { return impl_
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return impl_->metadata; }
 
 std::vector<float> SafetensorsFile::read(const std::string& name, const Shape& expected) const {
-  const Entry& e = impl_->entry(name);
+  const Impl::Entry& e = impl_->entry(name);
   if (e.shape != expected) {
     impl_->fail("tensor '" + name + "' has shape " + shape_text(e.shape) + " but the model expects " +
                 shape_text(expected));
