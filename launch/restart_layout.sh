@@ -38,13 +38,25 @@ shrink_mesh() {
   }'
 }
 
-# The hosts of $hostfile that answer a one-rank mpirun within 30 s, as hostfile lines.
+# Whether $1 answers a one-rank mpirun within 30 s. A second try, 2 s later, spares a host
+# that failed only because the killed job's daemons were still exiting or the machine was
+# briefly overloaded (seen once in CI); a host that is down fails both.
+host_answers() {
+  local try
+  for try in 1 2; do
+    [ $try = 2 ] && sleep 2
+    timeout 30 mpirun -n 1 --host "$1" $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
+        "${mpirun_options[@]}" hostname < /dev/null > /dev/null 2>&1 && return 0  # mpirun would read the hostfile loop's stdin
+  done
+  return 1
+}
+
+# The hosts of $hostfile that answer, as hostfile lines.
 answering_hosts() {
   local host rest
   while read -r host rest; do
     [[ -z "$host" || "$host" == \#* ]] && continue
-    if timeout 30 mpirun -n 1 --host "$host" $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
-        "${mpirun_options[@]}" hostname < /dev/null > /dev/null 2>&1; then  # mpirun would read the hostfile loop's stdin
+    if host_answers "$host"; then
       echo "$host $rest"
     else
       echo "run.sh: host $host does not answer; leaving it out" >&2

@@ -10,6 +10,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/transformer.h"
+#include "parallel/cost/hardware/calibrate.h"
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/network/multipod.h"
@@ -54,6 +55,65 @@ TEST_CASE("profile file: save and load round-trip, per-axis links, clear errors"
   CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains((path + ":2: unknown key 'hbm_bandwith'").c_str()), UserError);
   std::remove(path.c_str());
   CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains("shardlab-plan calibrate"), UserError);
+}
+
+TEST_CASE("profile file: one file holds every thread count; a new measurement keeps the others") {
+  HardwareProfile p = hardware("tpu-v5e");
+  p.name = "local";
+  p.flops_fp32 = 1e11;
+  p.flops_bf16 = 2e11;
+  p.fingerprint = "host | cpu x2 | build 7 | 1 threads";
+  p.other_threads[2] = {.flops_fp32 = 3e11, .flops_bf16 = 5e11, .flops_int8 = 3e11, .hbm_bandwidth = 7e10};
+  const std::string path = "test_cost_model_tools_threads.profile";
+  save_profile(p, path);
+  HardwareProfile q = load_profile(path);
+  REQUIRE(q.other_threads.size() == 1);
+  CHECK(q.other_threads.at(2).flops_bf16 == 5e11);
+  CHECK(fingerprint_machine(q.fingerprint) == "host | cpu x2 | build 7");
+
+  CHECK(use_threads(q, 1));  // the fingerprint's own count: unchanged
+  CHECK(q.flops_fp32 == 1e11);
+  CHECK_FALSE(use_threads(q, 4));  // never measured: unchanged
+  CHECK(q.flops_fp32 == 1e11);
+  REQUIRE(use_threads(q, 2));  // swaps: 2 threads on top, 1 thread kept aside
+  CHECK(q.flops_fp32 == 3e11);
+  CHECK(q.flops_bf16 == 5e11);
+  CHECK(q.hbm_bandwidth == 7e10);
+  CHECK(fingerprint_threads(q.fingerprint) == 2);
+  CHECK(q.other_threads.at(1).flops_fp32 == 1e11);
+  CHECK(q.other_threads.count(2) == 0);
+
+  // A fresh measurement with 4 threads on the same machine and build keeps 1 and 2 and the
+  // links; one from another build keeps only the links.
+  HardwareProfile fresh = p;
+  fresh.other_threads.clear();
+  fresh.flops_fp32 = 4e11;
+  fresh.fingerprint = "host | cpu x2 | build 7 | 4 threads";
+  p.axis_links["tensor"] = {2e9, 5e-6};
+  save_profile(p, path);
+  CHECK(keep_from_file(path, fresh) == "link.tensor, the figures for 1, 2 threads");
+  CHECK(fresh.other_threads.at(1).flops_fp32 == 1e11);
+  CHECK(fresh.other_threads.at(2).flops_fp32 == 3e11);
+  CHECK(fresh.flops_fp32 == 4e11);
+  HardwareProfile rebuilt = fresh;
+  rebuilt.other_threads.clear();
+  rebuilt.axis_links.clear();
+  rebuilt.fingerprint = "host | cpu x2 | build 8 | 1 threads";
+  CHECK(keep_from_file(path, rebuilt) == "link.tensor");
+  CHECK(rebuilt.other_threads.empty());
+
+  {
+    std::ofstream bad(path);
+    bad << "flops_fp32 = 1e11\nhbm_bandwidth = 1e10\nici.bandwidth = 1e10\nthreads.x.flops_fp32 = 1e11\n";
+  }
+  CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains("needs a thread count"), UserError);
+  {
+    std::ofstream bad(path);
+    bad << "flops_fp32 = 1e11\nhbm_bandwidth = 1e10\nici.bandwidth = 1e10\nthreads.2.flops_fp32 = 1e11\n";
+  }
+  CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains("threads.2.flops_fp32 and .hbm_bandwidth must be positive"),
+                       UserError);
+  std::remove(path.c_str());
 }
 
 TEST_CASE("collectives: identities of the ring model") {

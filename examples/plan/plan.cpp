@@ -268,7 +268,7 @@ int cmd_calibrate(const cxxopts::ParseResult& a) {
   HardwareProfile p = calibrate_local(o);
   if (a.count("link-bandwidth")) p.ici.bandwidth = p.dcn.bandwidth = a["link-bandwidth"].as<double>();
   const std::string out = a["out"].as<std::string>().empty() ? local_profile_path() : a["out"].as<std::string>();
-  const std::string kept = keep_axis_links(out, p);
+  const std::string kept = keep_from_file(out, p);
   save_profile(p, out);
   Json json = profile_json(p);
   json["path"] = out;

@@ -14,22 +14,21 @@
 namespace shardlab::runtime {
 namespace {
 
-// Why a profile of fingerprint `cached` is not this run's (`ours`): the thread count alone
-// (the last field, "N threads") or more.
-std::string stale_reason(const std::string& cached, const std::string& ours) {
-  const auto head = [](const std::string& f) { return f.substr(0, f.rfind(" | ")); };
-  const auto threads = [](const std::string& f) { return f.substr(f.rfind(" | ") + 3); };
-  if (head(cached) != head(ours) || cached.find(" | ") == std::string::npos)
-    return "was measured on another machine, build or thread count";
-  return "was measured with " + threads(cached) + " per rank, this run has " + threads(ours);
-}
-
-// Why the cached profile cannot be used, or nullopt when it can (then it is installed).
+// Why the cached profile cannot be used, or nullopt when it can (then it is installed, with
+// its figures for this run's thread count: one file holds every thread count measured).
 std::optional<std::string> cached_profile_problem(const std::string& path, const std::string& fingerprint) {
   if (!std::ifstream(path)) return "no profile at '" + path + "'";
   try {
-    const cost::HardwareProfile p = cost::load_profile(path);
-    if (p.fingerprint != fingerprint) return "'" + path + "' " + stale_reason(p.fingerprint, fingerprint);
+    cost::HardwareProfile p = cost::load_profile(path);
+    if (cost::fingerprint_machine(p.fingerprint) != cost::fingerprint_machine(fingerprint) ||
+        cost::fingerprint_threads(p.fingerprint) == 0)
+      return "'" + path + "' was measured on another machine or build";
+    const int threads = cost::fingerprint_threads(fingerprint);
+    if (!cost::use_threads(p, threads)) {
+      std::string held = std::to_string(cost::fingerprint_threads(p.fingerprint));
+      for (const auto& [count, rates] : p.other_threads) held += ", " + std::to_string(count);
+      return "'" + path + "' holds figures for " + held + " threads per rank, this run has " + std::to_string(threads);
+    }
     cost::set_local_profile(p);
     return std::nullopt;
   } catch (const UserError& e) {
@@ -37,10 +36,11 @@ std::optional<std::string> cached_profile_problem(const std::string& path, const
   }
 }
 
-// A new measurement, with the per-axis links the file at `path` holds; `kept` names them.
+// A new measurement, with what the file at `path` holds beside it (per-axis links, other
+// thread counts); `kept` names them.
 cost::HardwareProfile measure(const std::string& path, std::string* kept) {
   cost::HardwareProfile p = cost::calibrate_local({});
-  *kept = cost::keep_axis_links(path, p);
+  *kept = cost::keep_from_file(path, p);
   cost::set_local_profile(p);
   return p;
 }

@@ -2,13 +2,14 @@
 //
 // At start-up every program that predicts (train_gpt, generate) calls ensure_local_profile.
 // Mesh rank 0 checks the profile file (cost::local_profile_path(): the per-user cache, the
-// same file `shardlab-plan calibrate` writes): missing, unreadable or corrupt, or measured on
-// another machine, build or thread count (its fingerprint, cost::local_fingerprint) -- then
-// it measures this machine (GEMM FLOP/s, memory bandwidth, a shared-memory link;
-// cost/hardware/calibrate.h; about 2 s) and writes the profile, keeping the per-axis links
-// the old file held. The other ranks then read it; a rank that cannot see rank 0's file (no
-// shared filesystem) measures its own. Every prediction is then on a measured profile:
-// never "not calibrated".
+// same file `shardlab-plan calibrate` writes): missing, unreadable or corrupt, measured on
+// another machine or build (its fingerprint, cost::local_fingerprint), or holding no
+// figures for this run's OpenMP thread count -- then it measures this machine (GEMM FLOP/s,
+// memory bandwidth, a shared-memory link; cost/hardware/calibrate.h; about 2 s) and writes
+// the profile, keeping the per-axis links and the other thread counts' figures the old file
+// held, so a run of each thread count measures once. The other ranks then read it; a rank
+// that cannot see rank 0's file (no shared filesystem) measures its own. Every prediction
+// is then on a measured profile: never "not calibrated".
 //
 //   parallel::Mesh mesh(job, layout.axes);
 //   runtime::ensure_local_profile(mesh, stdout);

@@ -100,14 +100,27 @@ HardwareProfile calibrate_local(const CalibrationOptions& o) {
   return p;
 }
 
-std::string keep_axis_links(const std::string& path, HardwareProfile& fresh) {
-  std::string kept;
-  if (!std::ifstream(path)) return kept;
+std::string keep_from_file(const std::string& path, HardwareProfile& fresh) {
+  if (!std::ifstream(path)) return "";
+  HardwareProfile old;
   try {
-    for (const auto& [axis, link] : load_profile(path).axis_links)
-      if (fresh.axis_links.try_emplace(axis, link).second) kept += (kept.empty() ? "link." : ", link.") + axis;
+    old = load_profile(path);
   } catch (const UserError&) {  // a corrupt file: nothing in it to trust
+    return "";
   }
+  std::string kept;
+  for (const auto& [axis, link] : old.axis_links)
+    if (fresh.axis_links.try_emplace(axis, link).second) kept += (kept.empty() ? "link." : ", link.") + axis;
+  const int threads = fingerprint_threads(fresh.fingerprint), old_threads = fingerprint_threads(old.fingerprint);
+  if (threads == 0 || old_threads == 0 || fingerprint_machine(old.fingerprint) != fingerprint_machine(fresh.fingerprint))
+    return kept;
+  old.other_threads[old_threads] = {old.flops_fp32, old.flops_bf16, old.flops_int8, old.hbm_bandwidth};
+  std::string counts;
+  for (const auto& [count, rates] : old.other_threads) {
+    if (count == threads || !fresh.other_threads.try_emplace(count, rates).second) continue;
+    counts += (counts.empty() ? "" : ", ") + std::to_string(count);
+  }
+  if (!counts.empty()) kept += (kept.empty() ? "" : ", ") + ("the figures for " + counts + (counts == "1" ? " thread" : " threads"));
   return kept;
 }
 

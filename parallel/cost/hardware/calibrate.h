@@ -12,12 +12,14 @@
 //
 // The profile carries the fingerprint of this machine, build and thread count
 // (local_fingerprint), so train_gpt and generate take it as theirs when those match. A new
-// measurement keeps the per-axis links the file already holds (keep_axis_links): they are
-// figures of the network that a user or `bench_collectives --write-links` put there, which
-// measuring this machine's GEMM and memory does not replace.
+// measurement keeps what the file already holds that it does not replace (keep_from_file):
+// the per-axis links, figures of the network that a user or `bench_collectives
+// --write-links` put there, and, from the same machine and build, the figures measured with
+// other thread counts (HardwareProfile::other_threads), so one file serves runs of any
+// thread count and none measures twice.
 //
 //   HardwareProfile local = calibrate_local({});
-//   keep_axis_links(local_profile_path(), local);
+//   keep_from_file(local_profile_path(), local);
 //   save_profile(local, local_profile_path());
 #pragma once
 
@@ -49,8 +51,10 @@ double measure_copy_bandwidth(double seconds);  // one memcpy of 64 MiB: bytes/s
 HardwareProfile calibrate_local(const CalibrationOptions& options);
 
 // Copies into `fresh` the per-axis links (link.<axis>.*) of the profile file at `path` for
-// the axes `fresh` has none of. Returns them as the file names them ("link.data,
-// link.tensor"); empty when there are none or the file is missing or unreadable.
-std::string keep_axis_links(const std::string& path, HardwareProfile& fresh);
+// the axes `fresh` has none of and, when the file was measured on this machine and build
+// (fingerprint_machine), its figures for the thread counts `fresh` was not measured with.
+// Returns what it kept ("link.data, link.tensor, the figures for 1 thread"); empty when
+// nothing, or the file is missing or unreadable.
+std::string keep_from_file(const std::string& path, HardwareProfile& fresh);
 
 }  // namespace shardlab::cost

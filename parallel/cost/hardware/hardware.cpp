@@ -267,6 +267,30 @@ int fingerprint_threads(const std::string& fingerprint) {
   }
 }
 
+std::string fingerprint_machine(const std::string& fingerprint) {
+  return fingerprint_threads(fingerprint) > 0 ? fingerprint.substr(0, fingerprint.rfind(" | ")) : fingerprint;
+}
+
+bool use_threads(HardwareProfile& p, int threads) {
+  const int measured = fingerprint_threads(p.fingerprint);
+  if (measured == threads) return true;
+  const auto found = p.other_threads.find(threads);
+  if (measured == 0 || found == p.other_threads.end()) return false;
+  const ThreadRates ours = found->second;
+  p.other_threads.erase(found);
+  p.other_threads[measured] = {p.flops_fp32, p.flops_bf16, p.flops_int8, p.hbm_bandwidth};
+  p.flops_fp32 = ours.flops_fp32;
+  p.flops_bf16 = ours.flops_bf16;
+  p.flops_int8 = ours.flops_int8;
+  p.hbm_bandwidth = ours.hbm_bandwidth;
+  p.fingerprint = fingerprint_machine(p.fingerprint) + " | " + std::to_string(threads) + " threads";
+  char what[160];
+  std::snprintf(what, sizeof what, "measured with %d threads per rank: GEMM %.0f GFLOP/s fp32, %.0f bf16; memory %.1f GB/s",
+                threads, p.flops_fp32 / 1e9, p.flops_bf16 / 1e9, p.hbm_bandwidth / 1e9);
+  p.description = what;
+  return true;
+}
+
 const HardwareProfile& hardware(const std::string& name) {
   static const std::vector<HardwareProfile> book = book_profiles();
   const std::string key = lower(name);
@@ -302,6 +326,11 @@ void save_profile(const HardwareProfile& p, const std::string& path) {
   for (const auto& [axis, link] : p.axis_links)
     out << "link." << axis << ".bandwidth = " << link.bandwidth << "\n"
         << "link." << axis << ".latency = " << link.latency << "\n";
+  for (const auto& [threads, r] : p.other_threads) {
+    const std::string key = "threads." + std::to_string(threads) + ".";
+    out << key << "flops_fp32 = " << r.flops_fp32 << "\n" << key << "flops_bf16 = " << r.flops_bf16 << "\n"
+        << key << "flops_int8 = " << r.flops_int8 << "\n" << key << "hbm_bandwidth = " << r.hbm_bandwidth << "\n";
+  }
   out.close();
   if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
@@ -362,12 +391,28 @@ HardwareProfile load_profile(const std::string& path) {
         throw UserError(where + ": per-axis key must end in .bandwidth or .latency, got '" + key + "'");
       LinkSpec& link = p.axis_links.try_emplace(axis, p.ici).first->second;
       (field == "bandwidth" ? link.bandwidth : link.latency) = number_of();
+    } else if (key.rfind("threads.", 0) == 0 && key.find('.', 8) != std::string::npos) {
+      const auto dot = key.find('.', 8);
+      const std::string count = key.substr(8, dot - 8), field = key.substr(dot + 1);
+      char* end = nullptr;
+      const long threads = std::strtol(count.c_str(), &end, 10);
+      if (count.empty() || *end != '\0' || threads < 1 || threads > 1 << 16)
+        throw UserError(where + ": '" + key + "' needs a thread count, as in threads.2.flops_fp32");
+      ThreadRates& r = p.other_threads[static_cast<int>(threads)];
+      std::map<std::string, double*> rates = {{"flops_fp32", &r.flops_fp32}, {"flops_bf16", &r.flops_bf16},
+                                              {"flops_int8", &r.flops_int8}, {"hbm_bandwidth", &r.hbm_bandwidth}};
+      if (!rates.count(field))
+        throw UserError(where + ": '" + key + "': a thread count holds flops_fp32, flops_bf16, flops_int8 and hbm_bandwidth");
+      *rates[field] = number_of();
     } else {
       throw UserError(where + ": unknown key '" + key + "'");
     }
   }
   if (p.flops_fp32 <= 0 || p.hbm_bandwidth <= 0 || p.ici.bandwidth <= 0)
     throw UserError(path + ": flops_fp32, hbm_bandwidth and ici.bandwidth must be positive");
+  for (const auto& [threads, r] : p.other_threads)
+    if (r.flops_fp32 <= 0 || r.hbm_bandwidth <= 0)
+      throw UserError(path + ": threads." + std::to_string(threads) + ".flops_fp32 and .hbm_bandwidth must be positive");
   return p;
 }
 

@@ -51,6 +51,12 @@ struct ChipFacts {
   double price_per_hour = 0;       // USD per chip-hour on Google Cloud (Feb 2025)
 };
 
+// `local`: what one rank measures with a given OpenMP thread count.
+struct ThreadRates {
+  double flops_fp32 = 0, flops_bf16 = 0, flops_int8 = 0;
+  double hbm_bandwidth = 0;
+};
+
 struct HardwareProfile {
   std::string name;         // lookup key, e.g. "tpu-v5e"
   std::string description;  // one line for humans
@@ -77,6 +83,9 @@ struct HardwareProfile {
   bool sharp = false;
   bool calibrated = true;  // false only for a `local` profile that was never measured
   std::string fingerprint;  // `local`: the machine, build and threads it was measured with
+  // `local`: the same machine and build measured with other OpenMP thread counts (not the
+  // fingerprint's), so that a run with any of them finds its figures (use_threads).
+  std::map<int, ThreadRates> other_threads;
   std::map<std::string, LinkSpec> axis_links;  // `local`: measured link per mesh axis name
   ChipFacts facts;  // book profiles only
 
@@ -124,9 +133,16 @@ std::string local_profile_path();
 std::string local_fingerprint(int threads);
 // The OpenMP threads per rank a fingerprint records (its last field), 0 if none.
 int fingerprint_threads(const std::string& fingerprint);
+// The fingerprint without its thread count: the machine and the build.
+std::string fingerprint_machine(const std::string& fingerprint);
+// Makes a `local` profile's figures (flops_*, hbm_bandwidth, fingerprint) those of
+// `threads` per rank, from other_threads when it was measured with another count (the old
+// figures move there). False, the profile unchanged, when it holds none for `threads`.
+bool use_threads(HardwareProfile& profile, int threads);
 // Replaces the `local` profile hardware() returns for the rest of the process.
 void set_local_profile(const HardwareProfile& profile);
-// Read/write a profile file ("key = value" lines; docs/cost_model.md). Throws UserError on
+// Read/write a profile file ("key = value" lines, threads.<N>.<key> for other_threads;
+// docs/cost_model.md). Throws UserError on
 // a missing file, an unknown key or a malformed value, naming the file and line. Writing
 // creates the file's folder and replaces the file whole (a temporary file renamed over it).
 HardwareProfile load_profile(const std::string& path);
