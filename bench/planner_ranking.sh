@@ -86,7 +86,7 @@ for entry in "${layouts[@]}"; do
   planner_flags=$(sed -E 's/--grad-accum [0-9]+//; s/--tp-overlap//' <<< "$flags")
   # shellcheck disable=SC2086
   planner[$name]=$("$build/examples/shardlab-plan" train --cluster local "${model_flags[@]}" "${precision[@]}" \
-    --chips "$ranks" --batch $((batch * sequence)) --layout "$mesh" $planner_flags --json |
+    --chips "$ranks" --threads 1 --batch $((batch * sequence)) --layout "$mesh" $planner_flags --json |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["step_seconds"])')
 done
 

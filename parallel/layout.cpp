@@ -29,7 +29,7 @@ void check_tensor(const nn::ModelConfig& m, int t) {
 
 void check_experts(const LayoutChecks& c, const Layout& l) {
   const nn::ModelConfig& m = c.model;
-  if (m.experts > 0 && l.tensor > 1 && c.sequence_parallel) {
+  if (m.experts > 0 && l.tensor > 1 && l.sequence_parallel) {
     throw UserError("sequence parallelism with a mixture-of-experts model: MoE blocks route whole sequences; "
                     "turn sequence parallelism off (tensor parallelism alone splits the experts)");
   }
@@ -44,8 +44,8 @@ void check_experts(const LayoutChecks& c, const Layout& l) {
   }
 }
 
-void check_pipeline(const LayoutChecks& c, int p, int zero) {
-  const int v = c.virtual_stages, stages = p * v;
+void check_pipeline(const LayoutChecks& c, const Layout& l) {
+  const int p = l.pipe, v = l.virtual_stages, stages = p * v;
   const int64_t L = c.model.n_layers;
   if (p == 1) {
     if (v > 1 || !c.pipeline_layers.empty()) {
@@ -53,7 +53,7 @@ void check_pipeline(const LayoutChecks& c, int p, int zero) {
     }
     return;
   }
-  if (zero == 3) {
+  if (l.zero == 3) {
     throw UserError("ZeRO-3 with pipe=" + str(p) + " would gather every stage's parameters again for each of the "
                     "pipeline's microbatches; use ZeRO stage 1 or 2 with a pipe axis");
   }
@@ -71,7 +71,7 @@ void check_pipeline(const LayoutChecks& c, int p, int zero) {
                       str(L) + " layers");
     }
   }
-  check(make_pipeline_schedule(c.pipeline_schedule, p, v, c.microbatches));
+  check(make_pipeline_schedule(l.schedule, p, v, l.microbatches));
 }
 
 void check_context(const LayoutChecks& c, const Layout& l) {
@@ -108,21 +108,21 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
 }
 
 void Layout::validate(const LayoutChecks& c) const {
-  if (c.zero < 0 || c.zero > 3) throw UserError("ZeRO stage " + str(c.zero) + " must be 0, 1, 2 or 3");
+  if (zero < 0 || zero > 3) throw UserError("ZeRO stage " + str(zero) + " must be 0, 1, 2 or 3");
   check_experts(c, *this);
   check_tensor(c.model, tensor);
   check_context(c, *this);
-  if (c.tp_overlap && !c.sequence_parallel) {
+  if (tp_overlap && !sequence_parallel) {
     throw UserError("the collective matmul (tp overlap) hides the all_gathers of sequence parallelism; "
                     "turn sequence parallelism on with it");
   }
-  if (c.microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(c.microbatches));
+  if (microbatches < 1) throw UserError("microbatches per step must be at least 1, got " + str(microbatches));
   if (c.int8_gradients && data * fsdp * context * expert == 1) {
     throw UserError("--reduce-dtype int8 compresses gradient reductions over the data, fsdp, context and expert "
                     "axes, and mesh " + describe() + " has one rank over them, so no gradient is ever reduced (its "
                     "error feedback would hold memory for nothing); drop --reduce-dtype or add a data axis");
   }
-  check_pipeline(c, pipe, c.zero);
+  check_pipeline(c, *this);
   if (c.global_batch > 0) {
     if (c.global_batch % data_ranks() != 0) {
       throw UserError("global batch " + str(c.global_batch) + " is not divisible by the " + str(data_ranks()) +
@@ -130,16 +130,16 @@ void Layout::validate(const LayoutChecks& c) const {
                       str(expert) + "); choose a batch that is a multiple of " + str(data_ranks()));
     }
     const int64_t per_rank = c.global_batch / data_ranks();
-    if (per_rank % c.microbatches != 0) {
-      throw UserError(str(per_rank) + " sequences per data rank do not split into " + str(c.microbatches) +
+    if (per_rank % microbatches != 0) {
+      throw UserError(str(per_rank) + " sequences per data rank do not split into " + str(microbatches) +
                       " equal microbatches; choose a batch that is a multiple of " +
-                      str(static_cast<int64_t>(data_ranks()) * c.microbatches));
+                      str(static_cast<int64_t>(data_ranks()) * microbatches));
     }
-    const int64_t micro = per_rank / c.microbatches;
-    if (c.sequence_parallel && micro % tensor != 0) {
+    const int64_t micro = per_rank / microbatches;
+    if (sequence_parallel && micro % tensor != 0) {
       throw UserError("sequence parallelism splits each microbatch's " + str(micro) + " sequences over the tensor axis " +
                       str(tensor) + "; choose a batch that is a multiple of " +
-                      str(static_cast<int64_t>(data_ranks()) * c.microbatches * tensor));
+                      str(static_cast<int64_t>(data_ranks()) * microbatches * tensor));
     }
   }
 }
@@ -149,6 +149,15 @@ void Layout::validate(const LayoutChecks& checks, int num_ranks) const {
   validate(checks);
 }
 
-std::string Layout::describe() const { return axis_sizes_string(axes); }
+std::string Layout::describe() const {
+  if (!axes.empty()) return axis_sizes_string(axes);
+  std::vector<AxisSpec> named;  // built from degrees: the non-trivial axes in kAxisNames' order
+  for (const std::string& name : kAxisNames) {
+    const int size = name == kDataAxis ? data : name == kFsdpAxis ? fsdp : name == kPipeAxis ? pipe
+                   : name == kExpertAxis ? expert : name == kContextAxis ? context : tensor;
+    if (size > 1 || (name == kDataAxis && fsdp == 1)) named.push_back({name, size});
+  }
+  return axis_sizes_string(named);
+}
 
 }  // namespace shardlab::parallel

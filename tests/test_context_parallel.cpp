@@ -99,11 +99,13 @@ int64_t context_bytes_per_layer(const nn::ModelConfig& c, const Mesh& mesh, cons
 void check_case(const Case& k) {
   INFO(describe(k));
   const nn::ModelConfig c = config_of(k);
-  const Layout layout = Layout::from_spec(k.spec);
-  layout.validate({.model = c, .global_batch = kBatch, .microbatches = k.accum, .zero = k.zero,
-                   .sequence_parallel = k.tp.sequence_parallel, .pipeline_schedule = k.schedule,
-                   .virtual_stages = k.virtual_stages, .seq_len = kSeq,
-                   .context_load_balance = k.cp.load_balance},
+  Layout layout = Layout::from_spec(k.spec);
+  layout.microbatches = k.accum;
+  layout.zero = k.zero;
+  layout.sequence_parallel = k.tp.sequence_parallel;
+  layout.schedule = k.schedule;
+  layout.virtual_stages = k.virtual_stages;
+  layout.validate({.model = c, .global_batch = kBatch, .seq_len = kSeq, .context_load_balance = k.cp.load_balance},
                   world_size());
   Mesh mesh(MPI_COMM_WORLD, layout.axes);
   mesh.context().watchdog.set_timeout(30);

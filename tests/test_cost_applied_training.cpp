@@ -54,7 +54,7 @@ TEST_CASE("context parallelism: LLaMA-3 70B's 4M-token batch on a v5p pod (appli
   // arithmetic; the cost model adds attention's FLOPs (+7%).
   check({{source, "step at peak FLOP/s, 6PT / (8192 C)", best.step_seconds, 6 * 70e9 * (4 << 20) / (8192 * 4.59e14),
           kBook},
-         {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.chips()), kExact}});
+         {source, "the book's FSDP x TP layout: 2048 x 4 chips", 2048.0 * 4, static_cast<double>(best.layout.num_ranks()), kExact}});
   // Attention over the 2-way context axis, all-gathered (LLaMA 3's choice), gathers one
   // sequence's K and V per layer: 4096 tokens x 2 x (8 kv heads / 4) x 128 x 2 B.
   TrainConfig gathered = c;

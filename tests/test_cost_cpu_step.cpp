@@ -101,7 +101,7 @@ TEST_CASE("the planner on CPU ranks orders DP before TP (TP repeats the norms on
   const HardwareProfile hw = cpu();
   const auto rank_of = [](const Plan& plan, const std::string& layout) {
     for (size_t i = 0; i < plan.ranked.size(); ++i)
-      if (plan.ranked[i].estimate.layout.describe() == layout) return static_cast<int>(i);
+      if (layout_summary(plan.ranked[i].estimate.layout) == layout) return static_cast<int>(i);
     return -1;
   };
   const Plan cpu_plan = plan_training(gpt_bench(true), 2, hw);
@@ -119,7 +119,7 @@ TEST_CASE("on CPU ranks the planner ranks ZeRO-1/2, sequence parallelism and eac
   const HardwareProfile hw = cpu();
   const Plan plan = plan_training(gpt_bench(true), 2, hw);
   std::vector<std::string> names;
-  for (const PlanEntry& e : plan.ranked) names.push_back(e.estimate.layout.describe());
+  for (const PlanEntry& e : plan.ranked) names.push_back(layout_summary(e.estimate.layout));
   for (const char* want : {"data=2", "data=2 zero=1", "data=2 zero=2", "fsdp=2", "tensor=2", "tensor=2 sequence-parallel",
                            "context=2"}) {
     CAPTURE(want);

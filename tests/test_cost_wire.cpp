@@ -124,7 +124,7 @@ TEST_CASE("the planner says which wire would speed a communication-bound layout,
   const Plan plan = plan_training(c, 16, v5p);
   int advised = 0, compute_bound = 0;
   for (const PlanEntry& entry : plan.ranked) {
-    CAPTURE(entry.estimate.layout.describe());
+    CAPTURE(layout_summary(entry.estimate.layout));
     CAPTURE(entry.verdict);
     if (entry.estimate.compute_bound) {
       ++compute_bound;

@@ -167,8 +167,10 @@ TEST_CASE("expert parallelism trains exactly like the single process") {
              {"expert=2,tensor=2", {"llama-moe-tiny", 1.0f, 1, nn::Remat::Full, 2}}};
   }
   for (const auto& [spec, k] : cases) {
-    const Layout layout = Layout::from_spec(spec);
-    layout.validate({.model = config_of(k), .global_batch = kBatch, .microbatches = k.accum, .zero = k.zero}, n);
+    Layout layout = Layout::from_spec(spec);
+    layout.microbatches = k.accum;
+    layout.zero = k.zero;
+    layout.validate({.model = config_of(k), .global_batch = kBatch}, n);
     Mesh mesh(MPI_COMM_WORLD, layout.axes);
     check_case(mesh, k);
   }
@@ -270,13 +272,17 @@ TEST_CASE("a router that sends every token to one expert runs, drops what it mus
 TEST_CASE("expert layouts that cannot work are clear errors on every rank") {
   nn::ModelConfig moe = nn::ModelConfig::preset("llama-moe-tiny");  // E=4
   const auto error = [&](const std::string& spec, const nn::ModelConfig& c, int zero = 0) {
-    return user_error_of([&] { Layout::from_spec(spec).validate({.model = c, .global_batch = kBatch, .zero = zero}); });
+    Layout layout = Layout::from_spec(spec);
+    layout.zero = zero;
+    return user_error_of([&] { layout.validate({.model = c, .global_batch = kBatch}); });
   };
   CHECK(error("expert=3", moe).find("expert axis 3 does not divide the 4 experts") != std::string::npos);
   CHECK(error("expert=2", nn::ModelConfig::preset("llama-tiny")).find("needs a mixture-of-experts model") !=
         std::string::npos);
   CHECK(user_error_of([&] {
-          Layout::from_spec("tensor=2").validate({.model = moe, .global_batch = kBatch, .sequence_parallel = true});
+          Layout layout = Layout::from_spec("tensor=2");
+          layout.sequence_parallel = true;
+          layout.validate({.model = moe, .global_batch = kBatch});
         }).find("sequence parallelism with a mixture-of-experts model") != std::string::npos);
   nn::ModelConfig bad = moe;
   bad.top_k = 5;

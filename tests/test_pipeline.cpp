@@ -219,21 +219,23 @@ TEST_CASE("pipeline messages in bf16 carry half the bytes of fp32's, as planned;
 
 TEST_CASE("pipeline layouts the model or schedule cannot take are clear errors on every rank") {
   const auto error = [](const std::string& spec, auto&& change) {
+    Layout layout = Layout::from_spec(spec);
     LayoutChecks checks;
     checks.model = model_config(nn::Arch::Gpt);
-    change(checks);
-    return user_error_of([&] { Layout::from_spec(spec).validate(checks); });
+    change(layout, checks);
+    return user_error_of([&] { layout.validate(checks); });
   };
-  CHECK(error("pipe=4", [](LayoutChecks& c) { c.virtual_stages = 2; })
+  CHECK(error("pipe=4", [](Layout& l, LayoutChecks&) { l.virtual_stages = 2; })
             .find("4 layers cannot fill pipe x virtual stages = 4 x 2 = 8") != std::string::npos);
-  CHECK(error("pipe=2", [](LayoutChecks& c) { c.pipeline_layers = {1, 2}; })
+  CHECK(error("pipe=2", [](Layout&, LayoutChecks& c) { c.pipeline_layers = {1, 2}; })
             .find("summing to 3 layers; give 2 positive counts") != std::string::npos);
-  CHECK(error("pipe=2", [](LayoutChecks& c) { c.zero = 3; }).find("use ZeRO stage 1 or 2 with a pipe axis") !=
+  CHECK(error("pipe=2", [](Layout& l, LayoutChecks&) { l.zero = 3; }).find("use ZeRO stage 1 or 2 with a pipe axis") !=
         std::string::npos);
-  CHECK(error("pipe=2", [](LayoutChecks& c) {
-          c.microbatches = 3;
-          c.pipeline_schedule = ScheduleKind::kInterleaved;
-          c.virtual_stages = 2;
+  CHECK(error("pipe=2", [](Layout& l, LayoutChecks&) {
+          l.microbatches = 3;
+          l.schedule = ScheduleKind::kInterleaved;
+          l.virtual_stages = 2;
         }).find("--grad-accum a multiple of 2") != std::string::npos);
-  CHECK(error("data=2", [](LayoutChecks& c) { c.virtual_stages = 2; }).find("need a pipe axis") != std::string::npos);
+  CHECK(error("data=2", [](Layout& l, LayoutChecks&) { l.virtual_stages = 2; }).find("need a pipe axis") !=
+        std::string::npos);
 }

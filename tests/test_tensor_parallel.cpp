@@ -531,14 +531,21 @@ TEST_CASE("a layout the model cannot be split over is a clear error, before any 
   c.vocab = 258;
   CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
   CHECK(error("expert=2").find("mesh axis expert=2 needs a mixture-of-experts model") != std::string::npos);
-  CHECK(user_error_of([&] {
-          Layout::from_spec("tensor=2").validate({.model = nn::ModelConfig::preset("llama-tiny"), .tp_overlap = true});
-        }).find("turn sequence parallelism on") != std::string::npos);
+  Layout overlap = Layout::from_spec("tensor=2");
+  overlap.tp_overlap = true;
+  CHECK(user_error_of([&] { overlap.validate({.model = nn::ModelConfig::preset("llama-tiny")}); })
+            .find("turn sequence parallelism on") != std::string::npos);
+  Layout sp_layout = Layout::from_spec("data=2,tensor=4");
+  sp_layout.microbatches = 2;
+  sp_layout.sequence_parallel = true;
   const std::string sp = user_error_of([&] {
-    Layout::from_spec("data=2,tensor=4").validate(
-        {.model = nn::ModelConfig::preset("llama-tiny"), .global_batch = 8, .microbatches = 2, .sequence_parallel = true});
+    sp_layout.validate({.model = nn::ModelConfig::preset("llama-tiny"), .global_batch = 8});
   });
   CHECK(sp.find("splits each microbatch's 2 sequences over the tensor axis 4") != std::string::npos);
   CHECK_NOTHROW(Layout::from_spec("tensor=4").validate({.model = nn::ModelConfig::preset("llama-tiny")}));
   CHECK(Layout::from_spec("tensor=4").describe() == "data=1,tensor=4");
+  // Built from degrees alone (as the cost model does), the mesh reads in kAxisNames' order.
+  CHECK(Layout{.data = 2, .context = 2, .tensor = 4}.describe() == "data=2,context=2,tensor=4");
+  CHECK(Layout{.fsdp = 4}.describe() == "fsdp=4");
+  CHECK(Layout{}.describe() == "data=1");
 }

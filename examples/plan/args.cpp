@@ -81,8 +81,9 @@ void add_hardware_flags(cxxopts::Options& o) {
        cxxopts::value<std::string>());
 }
 
-HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& name) {
+HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& name, int threads) {
   HardwareProfile p = hardware(name.empty() ? a["hw"].as<std::string>() : name);
+  if (threads > 0) use_threads(p, threads);
   std::string changed;
   const auto set = [&](const char* flag, double* field, double scale = 1.0) {
     if (!a.count(flag)) return;
@@ -107,6 +108,8 @@ HardwareProfile hardware_from(const cxxopts::ParseResult& a, const std::string& 
     changed += std::string(changed.empty() ? "" : ", ") + "--latency";
   }
   if (!changed.empty()) p.description += " (overridden: " + changed + ")";
+  if (threads > 0 && (a.count("flops") || a.count("flops-fp32")))  // the user's figures: ranks of `threads` threads
+    p.fingerprint = fingerprint_machine(p.fingerprint) + " | " + std::to_string(threads) + " threads";
   return p;
 }
 

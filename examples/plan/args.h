@@ -32,7 +32,9 @@ std::string scientific(double value, const char* unit);
 // The hardware a command prices: profile `name` (default --hw), then any figure given as a
 // flag in its place (--flops, --flops-fp32, --flops-int8, --hbm, --hbm-bw, --ici-bw or
 // --ici-bw-bidir, --latency, --dcn-bw); the description says which were overridden.
-cost::HardwareProfile hardware_from(const cxxopts::ParseResult& args, const std::string& name = "");
+// `threads` > 0, for `local`: the figures the profile holds for that many OpenMP threads per
+// rank (cost::use_threads), or, given as flags, figures of ranks of that many threads.
+cost::HardwareProfile hardware_from(const cxxopts::ParseResult& args, const std::string& name = "", int threads = 0);
 // Adds those flags to a command's options.
 void add_hardware_flags(cxxopts::Options& options);
 

@@ -24,7 +24,7 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   }
   if (mesh.empty()) mesh.push_back({"data", 1});
   const auto flag = [](const char* name, int64_t value) { return std::string(" --") + name + " " + std::to_string(value); };
-  std::string cmd = run_script_path() + " -n " + std::to_string(l.chips()) + " -- " + train_gpt_path();
+  std::string cmd = run_script_path() + " -n " + std::to_string(l.num_ranks()) + " -- " + train_gpt_path();
   cmd += std::string(" --arch ") + (m.gated_mlp ? "llama" : "gpt");
   cmd += flag("vocab", m.vocab) + flag("context", m.context) + flag("d-model", m.d_model) + flag("layers", m.layers) +
          flag("heads", m.heads);

@@ -406,6 +406,10 @@ int main(int argc, char** argv) {
                         cxxopts::value<std::string>())
             ("per-layer", "the chapter's per-layer table: each matmul's einsum, parameters and training FLOPs per token");
       if (command == "train")
+        o.add_options()("threads", "train --cluster local: OpenMP threads per rank, as train_gpt --threads (0: "
+                                   "cores / chips, at least 1, as launch/run.sh gives them); the profile's figures for "
+                                   "that count where it holds them", cxxopts::value<int>()->default_value("0"));
+      if (command == "train")
         o.add_options()("batch-seqs", "train: the batch in sequences of --context tokens each (tokens = sequences x T)",
                         cxxopts::value<std::string>());
       if (command == "train")

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "examples/plan/args.h"
@@ -38,7 +39,7 @@ Json estimate_json(const StepEstimate& e) {
   const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"context", l.context},          {"pipe", l.pipe},
                     {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
   return Json{{"layout", layout},
-              {"strategy", l.strategy()},
+              {"strategy", strategy_name(l)},
               {"step_seconds", e.step_seconds},
               {"step_seconds_serial", e.step_seconds_serial},
               {"compute_seconds", e.compute_seconds},
@@ -165,8 +166,8 @@ Layout parse_layout(const std::string& text, int chips) {
                       "'; give sizes of data, fsdp, context, pipe, expert, tensor and microbatches");
     *field = item.size;
   }
-  if (l.chips() != chips)
-    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.chips()) + " chips but --chips is " +
+  if (l.num_ranks() != chips)
+    throw UserError("--layout " + text + " multiplies to " + std::to_string(l.num_ranks()) + " chips but --chips is " +
                     std::to_string(chips) + "; make the axis sizes multiply to the chip count");
   return l;
 }
@@ -269,7 +270,12 @@ int cmd_train(const cxxopts::ParseResult& a) {
   if (!cluster.empty() && cluster != "local") {
     throw UserError("--cluster '" + cluster + "' is not known; 'local' (this machine's measured profile) is, or give --hw");
   }
-  HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local");
+  // Each layout's ranks get the threads launch/run.sh gives them (cores / ranks, at least 1)
+  // unless --threads says, and the profile's figures for that count where it holds them.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = a["threads"].as<int>() > 0 ? a["threads"].as<int>() : std::max(1, cores / std::max(1, a["chips"].as<int>()));
+  if (a["threads"].as<int>() < 0) throw UserError("--threads must be 0 (cores / chips) or a count, got " + std::to_string(a["threads"].as<int>()));
+  HardwareProfile hw = hardware_from(a, cluster.empty() ? "" : "local", cluster.empty() ? 0 : threads);
   if (a.count("params") && (!a["model"].as<std::string>().empty() || a.count("layers")))
     throw UserError("give --params " + a["params"].as<std::string>() +
                     " with --d-model (the layer count follows), or the shape (--model or --layers ...) without it");
@@ -315,7 +321,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     l.schedule = parallel::parse_schedule_kind(a["pp-schedule"].as<std::string>());
     l.virtual_stages = a["pp-virtual"].as<int>();
     const StepEstimate e = estimate_train_step(c, l, hw);
-    std::string text = derived + l.strategy() + " " + l.describe() + ": step " + human(e.step_seconds, "s") + " (compute " +
+    std::string text = derived + strategy_name(l) + " " + layout_summary(l) + ": step " + human(e.step_seconds, "s") + " (compute " +
                        human(e.compute_seconds, "s") + ", communication " + human(e.comm_seconds, "s") + ", " +
                        (e.compute_bound ? "compute-bound" : "bound by " + e.bottleneck) + "), " +
                        human(e.tokens_per_chip, "") + " tokens/chip" +
@@ -343,7 +349,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
       text += run->second;
     }
     if (a.count("command") || a.count("run")) {
-      if (!e.fits) throw UserError("--layout " + l.describe() + ": memory/chip " + human(e.memory.total(), "B") + does_not_fit(e, hw) +
+      if (!e.fits) throw UserError("--layout " + layout_summary(l) + ": memory/chip " + human(e.memory.total(), "B") + does_not_fit(e, hw) +
                                    "; nothing to run: choose a layout that fits");
       return command_or_run(a, json, text, train_command(c, l, a["train-args"].as<std::string>()));
     }
@@ -402,7 +408,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
-                  e.estimate.layout.strategy().c_str(), e.estimate.layout.describe().c_str(),
+                  strategy_name(e.estimate.layout).c_str(), layout_summary(e.estimate.layout).c_str(),
                   human(e.estimate.step_seconds, "s").c_str(), human(e.estimate.memory.total(), "B").c_str(),
                   e.verdict.c_str());
     text += line;
@@ -416,7 +422,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
   Json run_json;
   if (!plan.ranked.empty() && plan.ranked.front().estimate.fits) {
     const StepEstimate& best = plan.ranked.front().estimate;
-    text += "best: " + best.layout.describe() + "\n" + conditions_text(c, best, hw);
+    text += "best: " + layout_summary(best.layout) + "\n" + conditions_text(c, best, hw);
     if (const auto run = run_of(a, best, c.batch_tokens)) {
       run_json = run->first;
       text += run->second;

@@ -56,7 +56,7 @@ int train(int argc, char** argv) {
   const runtime::RunConfig run = runtime::resolve_precision(flags, MPI_COMM_WORLD);
 
   // Every rank validates the same layout against the model and batch before the first collective.
-  const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
+  const parallel::Layout layout = run.layout();
   layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
   if (!run.dry_run) runtime::check_fits_in_memory(run, layout);
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);

@@ -19,7 +19,7 @@ double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh,
   tc.batch_tokens = static_cast<double>(run.batch * run.sequence_length());
   tc.remat = run.model.remat;
   tc.precision = cost::fp32_training();
-  const cost::Layout layout{.data = mesh.size_of(parallel::kDataAxis),
+  const parallel::Layout layout{.data = mesh.size_of(parallel::kDataAxis),
                             .fsdp = mesh.size_of(parallel::kFsdpAxis),
                             .context = mesh.size_of(parallel::kContextAxis),
                             .pipe = mesh.size_of(parallel::kPipeAxis),

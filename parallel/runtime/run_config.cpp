@@ -148,15 +148,20 @@ optim::OptimizerConfig RunConfig::optimizer_config() const {
           .sgd = {.momentum = static_cast<float>(momentum)}};
 }
 
+parallel::Layout RunConfig::layout() const {
+  parallel::Layout l = parallel::Layout::from_spec(mesh);
+  l.microbatches = grad_accum;
+  l.zero = zero;
+  l.sequence_parallel = sequence_parallel;
+  l.tp_overlap = tp_overlap;
+  l.schedule = parallel::parse_schedule_kind(pp_schedule);
+  l.virtual_stages = pp_virtual;
+  return l;
+}
+
 parallel::LayoutChecks RunConfig::layout_checks() const {
   return {.model = model,
           .global_batch = batch,
-          .microbatches = grad_accum,
-          .zero = zero,
-          .sequence_parallel = sequence_parallel,
-          .tp_overlap = tp_overlap,
-          .pipeline_schedule = parallel::parse_schedule_kind(pp_schedule),
-          .virtual_stages = pp_virtual,
           .pipeline_layers = pp_layers,
           .seq_len = sequence_length(),
           .context_load_balance = cp_load_balance,

@@ -98,7 +98,10 @@ struct RunConfig {
   // The watchdog's timeout: --collective-timeout when given; else 300 s until a step has
   // been timed (first_step_seconds 0), then 10x that step plus 30 s.
   double watchdog_timeout(double first_step_seconds) const;
-  // What the layout is validated against: the model, the batch and the training options.
+  // The layout this run trains: --mesh, with --grad-accum, --zero, --sequence-parallel,
+  // --tp-overlap, --pp-schedule and --pp-virtual (parallel/layout.h).
+  parallel::Layout layout() const;
+  // What the layout is validated against: the model, the batch and the sequences.
   parallel::LayoutChecks layout_checks() const;
 };
 

@@ -76,4 +76,20 @@ std::string join_names(const std::vector<std::string>& names, const char* separa
   return out;
 }
 
+std::vector<AxisSpec> parse_mesh_spec(const std::string& spec) {
+  return parse_axis_sizes(spec, kAxisNames, "data=2,tensor=2");
+}
+
+void validate_mesh(const std::vector<AxisSpec>& axes, int num_ranks) {
+  if (axes.empty()) throw UserError("a mesh needs at least one axis, e.g. data=" + std::to_string(num_ranks));
+  check_axis_sizes(axes, kAxisNames);
+  long long product = 1;
+  for (const AxisSpec& a : axes) product *= a.size;
+  if (num_ranks >= 0 && product != num_ranks) {
+    throw UserError("mesh " + axis_sizes_string(axes) + " has " + std::to_string(product) + " ranks but the job has " +
+                    std::to_string(num_ranks) + "; make the axis sizes multiply to " + std::to_string(num_ranks) +
+                    " (mpirun -n " + std::to_string(product) + " runs this mesh)");
+  }
+}
+
 }  // namespace shardlab::parallel

@@ -32,6 +32,27 @@ void check_axis_sizes(const std::vector<AxisSpec>& axes, const std::vector<std::
 // {{"data", 2}, {"tensor", 2}} -> "data=2,tensor=2".
 std::string axis_sizes_string(const std::vector<AxisSpec>& axes);
 
+// The axis names shardlab knows, outermost first (docs/mesh.md). Code names an axis through
+// these constants, so that a reader can find every use of one. `tensor` carries tensor
+// parallelism and, with --sequence-parallel, Megatron's sequence parallelism of its
+// activations; `fsdp` and `data` are the data axes (hybrid sharding over both); `context`
+// holds a slice of every sequence (parallel/context), which is not sequence parallelism.
+inline constexpr char kDataAxis[] = "data";
+inline constexpr char kFsdpAxis[] = "fsdp";
+inline constexpr char kPipeAxis[] = "pipe";
+inline constexpr char kExpertAxis[] = "expert";
+inline constexpr char kContextAxis[] = "context";  // context parallelism: slices of each sequence
+inline constexpr char kTensorAxis[] = "tensor";
+inline const std::vector<std::string> kAxisNames = {kDataAxis,   kFsdpAxis,    kPipeAxis,
+                                                    kExpertAxis, kContextAxis, kTensorAxis};
+
+// "data=2,tensor=2" -> {{"data", 2}, {"tensor", 2}} (parse_axis_sizes over kAxisNames);
+// throws UserError on bad syntax, unknown, repeated or misplaced names and sizes below 1.
+std::vector<AxisSpec> parse_mesh_spec(const std::string& spec);
+
+// Throws UserError unless the sizes multiply to `num_ranks` (names are checked too).
+void validate_mesh(const std::vector<AxisSpec>& axes, int num_ranks);
+
 // {"data", "tensor"}, "+" -> "data+tensor".
 std::string join_names(const std::vector<std::string>& names, const char* separator);
 

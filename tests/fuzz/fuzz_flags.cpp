@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return fuzz::refuse_or_run([&] {
     const runtime::RunConfig run = cli::parse_run_config(static_cast<int>(argv.size()), argv.data());
     if (run.help) return;
-    const parallel::Layout layout = parallel::Layout::from_spec(run.mesh);
+    const parallel::Layout layout = run.layout();
     layout.validate(run.layout_checks(), 8);
   });
 }

@@ -9,8 +9,9 @@ using namespace shardlab;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string spec(reinterpret_cast<const char*>(data), size);
   return fuzz::refuse_or_run([&] {
-    const parallel::Layout layout = parallel::Layout::from_spec(spec);
+    parallel::Layout layout = parallel::Layout::from_spec(spec);
+    layout.microbatches = 2;
     static const nn::ModelConfig model = nn::ModelConfig::preset("llama-moe-tiny");
-    layout.validate({.model = model, .global_batch = 8, .microbatches = 2}, 8);
+    layout.validate({.model = model, .global_batch = 8}, 8);
   });
 }

@@ -22,7 +22,7 @@ GpuConditions gpu_conditions(const TrainConfig& c, const StepEstimate& e, const 
   if (hw.interconnect != Interconnect::kSwitched)
     throw UserError(hw.name + " is a torus: its conditions are layout_conditions (training.md), not the GPU chapter's");
   const Layout& l = e.layout;
-  const int chips = l.chips();
+  const int chips = l.num_ranks();
   const double flops = peak_flops(hw, c.precision.compute);
   const double ff = static_cast<double>(c.model.d_ff);
   GpuConditions g;

@@ -9,7 +9,7 @@
 // data axis, sequence parallelism on its tensor axis and every pipeline schedule.
 //
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
-//   plan.ranked[0].estimate.layout.describe();   // the winner
+//   layout_summary(plan.ranked[0].estimate.layout);   // the winner
 //   plan.ranked[3].verdict;  // "communication-bound: fsdp traffic 1.2 s > compute 0.8 s"
 //
 // The ranking prices every layout with the config's wire dtypes (TrainingPrecision::wire).

@@ -10,7 +10,7 @@ namespace shardlab::cost {
 
 LayoutConditions layout_conditions(const TrainConfig& c, const StepEstimate& e, const HardwareProfile& hw) {
   const Layout& l = e.layout;
-  const int chips = l.chips();
+  const int chips = l.num_ranks();
   const DType compute = c.precision.compute;
   // Each group with the chips nested inside it, innermost first (training/train_step.h's order).
   const PodSplit tensor = pod_split(l.tensor, 1, hw);

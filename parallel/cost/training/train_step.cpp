@@ -14,28 +14,28 @@
 
 namespace shardlab::cost {
 
-std::string Layout::describe() const {
+std::string layout_summary(const Layout& l) {
   std::ostringstream out;
   const std::pair<const char*, int> axes[] = {
-      {"data", data}, {"fsdp", fsdp}, {"context", context}, {"pipe", pipe}, {"expert", expert}, {"tensor", tensor}};
+      {"data", l.data}, {"fsdp", l.fsdp}, {"context", l.context}, {"pipe", l.pipe}, {"expert", l.expert}, {"tensor", l.tensor}};
   for (const auto& [name, size] : axes)
     if (size > 1) out << (out.tellp() > 0 ? " " : "") << name << "=" << size;
   if (out.tellp() == 0) out << "single chip";
-  if (data > 1 && zero > 0) out << " zero=" << zero;
-  if (tensor > 1 && sequence_parallel) out << " sequence-parallel";
-  if (pipe > 1 && schedule != parallel::ScheduleKind::k1F1B) {
-    out << " " << parallel::to_string(schedule);
-    if (virtual_stages > 1) out << " x" << virtual_stages;
+  if (l.data > 1 && l.zero > 0) out << " zero=" << l.zero;
+  if (l.tensor > 1 && l.sequence_parallel) out << " sequence-parallel";
+  if (l.pipe > 1 && l.schedule != parallel::ScheduleKind::k1F1B) {
+    out << " " << parallel::to_string(l.schedule);
+    if (l.virtual_stages > 1) out << " x" << l.virtual_stages;
   }
-  if (microbatches > 1) out << " (microbatches " << microbatches << ")";
+  if (l.microbatches > 1) out << " (microbatches " << l.microbatches << ")";
   return out.str();
 }
 
-std::string Layout::strategy() const {
+std::string strategy_name(const Layout& l) {
   std::string s;
-  const std::string dp = zero > 0 ? "ZeRO-" + std::to_string(zero) : "DP";
-  const std::pair<std::string, int> parts[] = {{dp, data},  {"FSDP", fsdp}, {"CP", context},
-                                               {"PP", pipe}, {"EP", expert}, {sequence_parallel ? "TP+SP" : "TP", tensor}};
+  const std::string dp = l.zero > 0 ? "ZeRO-" + std::to_string(l.zero) : "DP";
+  const std::pair<std::string, int> parts[] = {{dp, l.data},  {"FSDP", l.fsdp}, {"CP", l.context},
+                                               {"PP", l.pipe}, {"EP", l.expert}, {l.sequence_parallel ? "TP+SP" : "TP", l.tensor}};
   for (const auto& [name, size] : parts)
     if (size > 1) {
       if (!s.empty()) s += '+';
@@ -124,7 +124,7 @@ void cpu_step_time(const TrainConfig& c, const Layout& l, const HardwareProfile&
                    StepEstimate& s) {  // optimizer_shards: the ranks AdamW's state shards over
   const double flops = s.compute_seconds * (1 - s.bubble_fraction);  // the FLOPs at the GEMM rate
   const double busy = (flops + elementwise_seconds(c, l, hw) + optimizer_seconds(c, l, hw, optimizer_shards) +
-                       expert_padding_seconds(c, c.capacity_factor, l.chips(), hw.flops_fp32)) *
+                       expert_padding_seconds(c, c.capacity_factor, l.num_ranks(), hw.flops_fp32)) *
                       c.core_sharing;
   s.compute_seconds = busy / (1 - s.bubble_fraction);
   double blocking = 0, state = 0;  // awaited where needed; may run under compute (AxisComm::overlappable)
@@ -143,7 +143,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   if (const std::string problem = layout_problem(c, l); !problem.empty()) throw UserError(problem);
   const TransformerShape& m = c.model;
   const ParamCounts p = count_params(m);
-  const int chips = l.chips();
+  const int chips = l.num_ranks();
   const double t = l.tensor, pp = l.pipe, f = static_cast<double>(l.fsdp) * l.context, e = l.expert,
                mb = l.microbatches, cp = l.context;
   const double layers_per_stage = m.layers / pp;

@@ -31,26 +31,22 @@
 #include "parallel/cost/model/transformer.h"
 #include "parallel/cost/network/collective.h"
 #include "parallel/cost/training/context_attention.h"
+#include "parallel/layout.h"
 #include "parallel/pipeline/schedule.h"
 
 namespace shardlab::cost {
 
-// Mesh axes, outermost first as the runtime's mesh orders them (parallel/comm/mesh.h), with the
-// cost model's context axis inside fsdp ("data,fsdp,context,pipe,expert,tensor").
-struct Layout {
-  int data = 1, fsdp = 1, context = 1, pipe = 1, expert = 1, tensor = 1;
-  int microbatches = 1;  // pipeline microbatches / gradient-accumulation steps
-  // What train_gpt chooses beside the mesh (its --zero, --sequence-parallel, --pp-schedule
-  // and --pp-virtual); the planner ranks each as a candidate of its own on CPU ranks
-  // (TrainConfig::cpu_step). An fsdp or context axis is ZeRO-3 whatever `zero` says.
-  int zero = 0;                    // the data axis: 0 (DP), 1 (optimizer state) or 2 (and gradients) sharded
-  bool sequence_parallel = false;  // the tensor axis: norms and residuals split too (Megatron's SP)
-  parallel::ScheduleKind schedule = parallel::ScheduleKind::k1F1B;  // the pipe axis
-  int virtual_stages = 1;          // interleaved: stages per pipe rank
-  int chips() const { return data * fsdp * context * pipe * expert * tensor; }
-  std::string describe() const;  // "data=2 fsdp=4 tensor=2 (microbatches 4)"
-  std::string strategy() const;  // "DP", "FSDP+TP", "DP+PP", "FSDP+CP+TP", ...
-};
+// The layout a step is priced for: parallel::Layout, the runtime's own (parallel/layout.h),
+// its degrees nested outermost first as data, fsdp, context, pipe, expert, tensor (the
+// cost model's context axis inside fsdp); its `axes` are not read. What train_gpt chooses
+// beside the mesh (zero, sequence_parallel, schedule, virtual_stages) the planner ranks as a
+// candidate of its own on CPU ranks (TrainConfig::cpu_step). The data axis's zero is 0, 1
+// or 2 here: an fsdp or context axis is ZeRO-3 whatever `zero` says.
+using Layout = parallel::Layout;
+// "data=2 fsdp=4 tensor=2 zero=1 (microbatches 4)": the degrees above 1 and the choices that apply.
+std::string layout_summary(const Layout& layout);
+// "DP", "FSDP+TP", "ZeRO-1+PP", "FSDP+CP+TP+SP", ... ("single" for one chip).
+std::string strategy_name(const Layout& layout);
 
 struct TrainConfig {
   TransformerShape model;
