@@ -13,6 +13,7 @@ struct Counters {
   std::array<std::atomic<int64_t>, kMemoryCategories> peak{};
   std::atomic<int64_t> live_total{0};
   std::atomic<int64_t> peak_total{0};
+  std::array<std::atomic<int64_t>, kMemoryCategories> at_peak{};  // live by category when peak_total was reached
 };
 
 Counters& counters() {
@@ -22,10 +23,19 @@ Counters& counters() {
 
 thread_local MemoryCategory t_current = MemoryCategory::Activations;
 
-void raise_peak(std::atomic<int64_t>& peak, int64_t value) {
+// Raises `peak` to `value`; true when it did.
+bool raise_peak(std::atomic<int64_t>& peak, int64_t value) {
   int64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  while (value > seen) {
+    if (peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) return true;
   }
+  return false;
+}
+
+// The categories' live bytes, as the new total peak's make-up (another thread's allocation
+// in between may blur it by that allocation's bytes).
+void snapshot_at_peak(Counters& k) {
+  for (int i = 0; i < kMemoryCategories; ++i) k.at_peak[i].store(k.live[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -45,7 +55,7 @@ void MemoryTracker::on_alloc(MemoryCategory c, int64_t bytes) {
   auto& k = counters();
   int i = static_cast<int>(c);
   raise_peak(k.peak[i], k.live[i].fetch_add(bytes, std::memory_order_relaxed) + bytes);
-  raise_peak(k.peak_total, k.live_total.fetch_add(bytes, std::memory_order_relaxed) + bytes);
+  if (raise_peak(k.peak_total, k.live_total.fetch_add(bytes, std::memory_order_relaxed) + bytes)) snapshot_at_peak(k);
 }
 
 void MemoryTracker::on_free(MemoryCategory c, int64_t bytes) {
@@ -58,11 +68,13 @@ int64_t MemoryTracker::live(MemoryCategory c) { return counters().live[static_ca
 int64_t MemoryTracker::peak(MemoryCategory c) { return counters().peak[static_cast<int>(c)].load(); }
 int64_t MemoryTracker::live_total() { return counters().live_total.load(); }
 int64_t MemoryTracker::peak_total() { return counters().peak_total.load(); }
+int64_t MemoryTracker::at_peak(MemoryCategory c) { return counters().at_peak[static_cast<int>(c)].load(); }
 
 void MemoryTracker::reset_peaks() {
   auto& k = counters();
   for (int i = 0; i < kMemoryCategories; ++i) k.peak[i].store(k.live[i].load());
   k.peak_total.store(k.live_total.load());
+  snapshot_at_peak(k);
 }
 
 MemoryCategory MemoryTracker::current() { return t_current; }

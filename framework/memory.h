@@ -26,6 +26,8 @@ class MemoryTracker {
   static int64_t peak(MemoryCategory c);
   static int64_t live_total();
   static int64_t peak_total();
+  // Live bytes of `c` at the moment the total reached peak_total(): the peak's make-up.
+  static int64_t at_peak(MemoryCategory c);
   static void reset_peaks();  // peaks restart from the current live bytes
   static MemoryCategory current();
   static void set_current(MemoryCategory c);

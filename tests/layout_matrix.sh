@@ -9,7 +9,7 @@
 # relative of the single process's on the
 # same global batch (16 sequences x 16 tokens, 2 microbatches), and rank 0's memory
 # estimate (cost/model/autograd_activations.h) must be within 15% of its peak measured in step 1 (the
-# tracker's bytes: deterministic, worst 10% over the full matrix). Prints one line per run
+# tracker's bytes: deterministic; -14% to +15% over the full fp32 matrix). Prints one line per run
 # and a table of passes per rank count; exits non-zero if any run differs or fails.
 # --cover runs a representative cover (every axis, every ZeRO stage, each model, at 2, 4 and
 # 8 ranks: the default CTest suite's), without it the whole matrix (ctest -L matrix).

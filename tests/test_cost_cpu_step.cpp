@@ -10,6 +10,7 @@
 #include "parallel/cost/training/cpu_step.h"
 #include "parallel/cost/training/planner.h"
 #include "parallel/cost/training/train_step.h"
+#include "parallel/cost/training/zero_memory.h"
 
 using namespace shardlab::cost;
 
@@ -173,4 +174,28 @@ TEST_CASE("what each choice changes: the optimizer's shard, the gradient collect
   CHECK(layout_problem(c, {.pipe = 2, .microbatches = 3, .schedule = ScheduleKind::kInterleaved, .virtual_stages = 2})
             .find("interleaved") != std::string::npos);
   CHECK(layout_problem(c, {.data = 2, .zero = 3}).find("zero=3") != std::string::npos);
+}
+
+TEST_CASE("a pipeline rank holds its stage's blocks, the first stage the embedding, the last the head") {
+  const double tensor = 2, expert = 1;
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    CAPTURE(preset);
+    const shardlab::nn::ModelConfig model = shardlab::nn::ModelConfig::preset(preset);
+    const ParamCounts c = count_params(shape_of(model));
+    const bool tied = c.unembedding == 0;
+    // The whole model on one stage is what every rank of a layout without a pipe axis holds.
+    CHECK(stage_shard_params(c, {}, tensor, expert) == doctest::Approx(model_shard_params(c, tensor, 1, expert)));
+    // Two stages of half the blocks each: together the model once, and under tied
+    // embeddings the last stage's copy of the token table besides.
+    const double first = stage_shard_params(c, {.blocks = 0.5, .moe_blocks = 0.5, .first = true, .last = false}, tensor, expert);
+    const double last = stage_shard_params(c, {.blocks = 0.5, .moe_blocks = 0.5, .first = false, .last = true}, tensor, expert);
+    CHECK(first + last == doctest::Approx((c.total + (tied ? c.embedding : 0.0)) / tensor));
+    CHECK(first - last == doctest::Approx((c.positions + (tied ? 0.0 : c.embedding - c.unembedding)) / tensor));
+  }
+  // The experts split over the expert axis too, in the share of MoE blocks the rank runs.
+  const ParamCounts moe = count_params(shape_of(shardlab::nn::ModelConfig::preset("llama-moe-tiny")));
+  REQUIRE(moe.experts > 0);
+  const double all = stage_shard_params(moe, {.blocks = 0.5, .moe_blocks = 1, .first = false, .last = false}, 1, 2);
+  const double none = stage_shard_params(moe, {.blocks = 0.5, .moe_blocks = 0, .first = false, .last = false}, 1, 2);
+  CHECK(all - none == doctest::Approx(moe.experts / 2));
 }

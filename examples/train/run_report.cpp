@@ -36,6 +36,19 @@ void print_memory(const char* when) {
               format_bytes(MemoryTracker::peak(MemoryCategory::Communication)).c_str());
 }
 
+// What the live bytes were made of when they peaked (each category's own peak, above, may
+// fall at another moment): what a memory estimate must add up to.
+void print_memory_at_peak() {
+  std::printf("memory per rank at its peak (%s): parameters %s | gradients %s | optimizer %s | activations %s | comm "
+              "buffers %s\n",
+              format_bytes(MemoryTracker::peak_total()).c_str(),
+              format_bytes(MemoryTracker::at_peak(MemoryCategory::Parameters)).c_str(),
+              format_bytes(MemoryTracker::at_peak(MemoryCategory::Gradients)).c_str(),
+              format_bytes(MemoryTracker::at_peak(MemoryCategory::Optimizer)).c_str(),
+              format_bytes(MemoryTracker::at_peak(MemoryCategory::Activations)).c_str(),
+              format_bytes(MemoryTracker::at_peak(MemoryCategory::Communication)).c_str());
+}
+
 // The whole model's parameter count, whatever part of it this rank holds (a deferred
 // model costs no memory).
 double whole_model_parameters(const nn::ModelConfig& config) {
@@ -265,6 +278,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   if (step == 1) {  // the first step has allocated everything a step needs
     step_peak_bytes_ = static_cast<double>(MemoryTracker::peak_total());  // before any evaluation
     if (leader()) print_memory("peak during step 1");
+    if (leader()) print_memory_at_peak();
     if (pipeline_) print_stage_activations();
   }
   if (!leader() || (step % run_.log_every != 0 && step != run_.steps)) return;
@@ -411,10 +425,9 @@ void RunReport::finish() {
   // The estimate for rank 0 (the first pipeline stage, with the schedule's microbatches in
   // flight) beside the tracker's peak of live bytes during the first training step
   // (evaluation batches, which may be larger, come later).
-  const double in_flight = pipeline_ ? pipeline_->prediction().peak_in_flight[0] : 0;
   runtime::RunConfig resolved = run_;  // the bf16 matmul path this run measured, where it said auto
   if (resolved.precision == "bf16") resolved.bf16_matmul = bf16_matmul_;
-  const MemoryEstimate e = estimate_rank_memory(resolved, parallel::Layout::from_spec(run_.mesh), 0, in_flight);
+  const MemoryEstimate e = estimate_rank_memory(resolved, resolved.layout());
   const double measured = step_peak_bytes_ > 0 ? step_peak_bytes_ : static_cast<double>(MemoryTracker::peak_total());
   std::printf("memory per rank predicted: parameters %s | gradients %s | optimizer %s | activations %s "
               "| total %s against a peak of %s measured in step 1 (%s in communication buffers), error %+.1f%%\n",

@@ -41,8 +41,7 @@ void dry_run(const RunConfig& run, const parallel::Mesh& mesh, nn::Transformer& 
                                                 pp.microbatches);
     check = parallel::check(*schedule);
   }
-  const MemoryEstimate memory = estimate_rank_memory(run, run.layout(), 0,
-                                                     pipelined ? check->peak_in_flight[0] : 0);
+  const MemoryEstimate memory = estimate_rank_memory(run, run.layout());
   std::printf("memory of rank 0 at its peak %.2f MiB: parameters %.2f, gradients %.2f, AdamW state %.2f, activations "
               "%.2f (what shardlab's autograd keeps, cost/model/autograd_activations.h), gathered parameters %.2f\n",
               memory.total() / (1 << 20), memory.params / (1 << 20), memory.grads / (1 << 20),

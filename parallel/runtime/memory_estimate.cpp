@@ -11,6 +11,7 @@
 #include "parallel/cost/model/autograd_activations.h"
 #include "parallel/cost/model/transformer.h"
 #include "parallel/context/context_parallel.h"
+#include "parallel/pipeline/pipeline.h"
 #include "parallel/cost/training/zero_memory.h"
 
 namespace shardlab::runtime {
@@ -30,17 +31,38 @@ double fused_head_chunk_bytes(const nn::ModelConfig& model, double tokens, int t
   return std::min<double>(ops::kLinearCrossEntropyChunkBytes, tokens * static_cast<double>(vocab_rows) * sizeof(float));
 }
 
+// What pipe rank `stage` holds: the blocks of its stages as the pipeline splits them
+// (parallel/pipeline/pipeline.h, stage_boundaries: --pp-layers, or balanced by cost), the
+// first stage's embedding and the last stage's head.
+cost::StageHolding stage_holding(const RunConfig& run, const parallel::Layout& layout, int stage) {
+  if (layout.pipe == 1) return {};
+  const int stages = layout.pipe * layout.virtual_stages;
+  const std::vector<int64_t> first = parallel::stage_boundaries(run.model, stages, run.pp_layers);
+  double blocks = 0, moe_blocks = 0;
+  for (int s = stage; s < stages; s += layout.pipe) {  // the rank's virtual stages
+    for (int64_t block = first[s]; block < first[s + 1]; ++block) {
+      blocks += 1;
+      moe_blocks += run.model.is_moe_layer(block) ? 1 : 0;
+    }
+  }
+  const double moe_layers = static_cast<double>(run.model.moe_layers());
+  return {.blocks = blocks / static_cast<double>(run.model.n_layers),
+          .moe_blocks = moe_layers > 0 ? moe_blocks / moe_layers : 0.0,
+          .first = stage == 0,
+          .last = stage == layout.pipe - 1};
+}
+
 }  // namespace
 
-MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage,
-                                    double in_flight) {
+MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage) {
   cost::TransformerShape shape = cost::shape_of(run.model);
   shape.context = run.sequence_length();
   // One microbatch of this rank's rows, each its T/c positions under the context axis.
   const double rows = static_cast<double>(run.batch) / layout.data_ranks() / run.grad_accum;
   const double tokens = rows * static_cast<double>(run.sequence_length()) / layout.context;
   const cost::ParamCounts counts = cost::count_params(shape);
-  const double local = cost::model_shard_params(counts, layout.tensor, layout.pipe, layout.expert);
+  const cost::StageHolding holding = stage_holding(run, layout, stage);
+  const double local = cost::stage_shard_params(counts, holding, layout.tensor, layout.expert);
   // ZeRO shards as DataAxes does. Accumulating microbatches keeps the whole gradient until the last.
   const bool data_axis = std::any_of(layout.axes.begin(), layout.axes.end(),
                                      [](const parallel::AxisSpec& a) { return a.name == parallel::kDataAxis; });
@@ -57,19 +79,27 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
     // experts' parameters, reduced over other axes, fill buckets of their own): its packed
     // and gathered parameters (under bf16 also the bf16 received, half, and this rank's
     // bf16 slice), beside this rank's slice of the reduced gradient.
-    const double experts = layout.expert > 1 ? counts.experts / (layout.tensor * layout.pipe * layout.expert) : 0.0;
+    const double experts = layout.expert > 1 ? counts.experts * holding.moe_blocks / (layout.tensor * layout.expert) : 0.0;
     const double bucket = std::min(run.bucket_mb * (1 << 20) / sizeof(float), std::max(local - experts, experts));
     m.staging = sizeof(float) * (bucket * (2 + (run.precision == "bf16" ? 0.5 + 0.5 / shards : 0.0)) + local / shards);
   }
-  m.grads_held = run.grad_accum > 1 || layout.pipe > 1;
+  // The most microbatches the stage holds in flight (the schedule's simulation; one without
+  // a pipe axis), and the gradients beside them once a step has more than one microbatch.
+  const int microbatches = std::max(1, layout.microbatches);
+  double in_flight = 1;
+  if (layout.pipe > 1) {
+    in_flight = parallel::check(parallel::make_pipeline_schedule(layout.schedule, layout.pipe, layout.virtual_stages,
+                                                                 microbatches))
+                    .peak_in_flight[stage];
+  }
+  m.grads_held = microbatches > 1 || layout.pipe > 1;
   if (parse_wire_dtype(run.reduce_dtype, "--reduce-dtype") == DType::kInt8) {
     // A residual per reduction (parallel/data_parallel/error_feedback.h): the whole local
     // gradient once per data axis it is reduced over (an upper bound for reduce_scatters).
     const int axes = (layout.data > 1) + (layout.fsdp > 1) + (layout.context > 1);
     m.feedback = sizeof(float) * local * axes;
   }
-  const double layers = static_cast<double>(run.model.n_layers) / layout.pipe;
-  const int microbatches = std::max(1, run.grad_accum);
+  const double layers = holding.blocks * static_cast<double>(run.model.n_layers);
   m.activation_parts = cost::shardlab_activation_bytes(
       shape, {.tokens = tokens,
               .sequence = run.sequence_length(),
@@ -78,10 +108,10 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .sequence_parallel = run.sequence_parallel || run.tp_overlap,
               .expert = layout.expert,
               .layers = layers,
-              .moe_layers = static_cast<double>(run.model.moe_layers()) / layout.pipe,
+              .moe_layers = holding.moe_blocks * static_cast<double>(run.model.moe_layers()),
               .embedding = stage == 0,
               .head = stage == layout.pipe - 1,
-              .in_flight = in_flight > 0 ? in_flight : std::min(microbatches, layout.pipe - stage),
+              .in_flight = in_flight,
               .capacity_factor = run.model.capacity_factor,
               // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
               .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,

@@ -20,7 +20,7 @@ struct MemoryEstimate {
   // parameters and the gathered ones (and the bf16 wire's buffers) beside the gradient
   // slice, activations and whole gradients freed.
   double staging = 0;
-  bool grads_held = false;  // gradients of earlier microbatches are alive as backward starts
+  bool grads_held = false;  // gradients counted beside the microbatches in flight (more than one per step)
   // The peak of live bytes: the step's (cost::shardlab_peak_bytes) or the gather's after it.
   double total() const {
     const double state = params + optimizer + buffers + feedback;
@@ -28,12 +28,12 @@ struct MemoryEstimate {
   }
 };
 
-// Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them,
-// and the activations shardlab's autograd keeps on pipeline stage `stage`
-// (cost/model/autograd_activations.h) with `in_flight` microbatches alive at once (0: the 1F1B bound,
-// min(microbatches, pipe - stage)). Communication buffers are not counted.
-MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage = 0,
-                                    double in_flight = 0);
+// Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them --
+// on pipe rank `stage`, the blocks of its stages, the first stage's embedding and the last
+// stage's head -- and the activations shardlab's autograd keeps there
+// (cost/model/autograd_activations.h) with the most microbatches its schedule has in flight.
+// Communication buffers are not counted.
+MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage = 0);
 
 // UserError, naming the estimate, this machine's memory and what to change, when the
 // estimate exceeds the machine's physical memory. The same on every rank.

@@ -125,9 +125,12 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
       break;
     }
   }
-  // The first stage's token embedding (GPT adds positions to it: one more row; a
-  // vocabulary-parallel embedding adds its partial sum before the reduction).
-  if (q.embedding) per_token += (s.learned_positions > 0 ? d : 0) + (q.tensor > 1 ? d : 0);
+  // GPT's token rows before the positions are added, and a vocabulary-parallel
+  // embedding's partial sum before its reduction: where one stage embeds and holds the
+  // head (no pipe axis) one row each per token stays alive through backward (test_nn
+  // measures it), but a pipeline's first stage has freed them by its backward's peak (the
+  // layout matrix measures that).
+  if (q.embedding && q.head) per_token += (s.learned_positions > 0 ? d : 0) + (q.tensor > 1 ? d : 0);
   if (!q.head) per_token += block_input;  // the stage's output, until the next stage's gradient returns
   // The last stage's head -- final block output, final norm (as the head's matmul keeps it)
   // and cross entropy's softmax (V/t; the logits are freed once it is taken) -- and, as

@@ -43,6 +43,11 @@
 //   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
 // - A pipeline stage keeps the activations of every microbatch in flight (1F1B: up to
 //   pipe - stage of them); only the first stage embeds and only the last holds the head.
+//   The gradients count beside all of them (grads_held): an upper bound for the stage's
+//   first backward, which starts before any gradient exists.
+// - The embedding's own rows (GPT's tokens before the positions are added, a
+//   vocabulary-parallel embedding's partial sum) stay alive through backward where one
+//   stage embeds and holds the head, not on a pipeline's first stage.
 //
 //   ActivationQuery q{.tokens = 2048, .sequence = 256, .layers = 4};
 //   double bytes = shardlab_activation_bytes(shape_of(config), q).peak();
@@ -92,7 +97,7 @@ BlockActivations shardlab_block_elements(const TransformerShape& s, const Activa
 
 // Activation bytes (fp32) of one rank in the two moments backward can peak at.
 struct ActivationBytes {
-  double kept = 0;       // every in-flight microbatch's kept tensors (and the embedding's)
+  double kept = 0;       // every in-flight microbatch's kept tensors
   double head = 0;       // as backward starts: the head's tensors and the logits' gradient
   double recompute = 0;  // under remat: one block recomputed, its tensors alive at once
   double backward = 0;   // without remat: a block's backward under way (its MLP's gradients)

@@ -17,6 +17,20 @@ namespace shardlab::cost {
 // ones divided by tensor x pipe, the experts' by expert too.
 double model_shard_params(const ParamCounts& counts, double tensor, double pipe, double expert);
 
+// What one pipeline rank holds of the model: a share of the blocks (of the MoE blocks apart,
+// whose experts the expert axis splits), the token table and learned positions where it
+// runs the first stage, the output projection where it runs the last -- under tied
+// embeddings a copy of the token table, unless it runs the first stage too.
+struct StageHolding {
+  double blocks = 1;      // of all blocks, the fraction this rank runs
+  double moe_blocks = 1;  // of the MoE blocks, the fraction this rank runs
+  bool first = true;      // runs the first stage: embeds
+  bool last = true;       // runs the last stage: the head
+};
+// Parameters one rank holds with that holding, divided by the tensor axis (and the experts'
+// by the expert axis too). With the whole model (one stage) it is model_shard_params(..., 1, ...).
+double stage_shard_params(const ParamCounts& counts, const StageHolding& holding, double tensor, double expert);
+
 // How ZeRO stage `stage` (0-3) over `shards` ranks divides a rank's `params`: ZeRO-1 the
 // optimizer state, ZeRO-2 also the gradients -- unless `grads_whole`, as when accumulated
 // microbatches keep the whole gradient until the last -- and ZeRO-3 also the parameters,
