@@ -41,13 +41,15 @@ shrink_mesh() {
 # Whether $1 answers a one-rank mpirun within 30 s. A second try, 2 s later, spares a host
 # that failed only because the killed job's daemons were still exiting or the machine was
 # briefly overloaded (seen once in CI); a host that is down fails both.
+# On failure, what mpirun printed is in $host_error (one line, at most 400 characters).
 host_answers() {
   local try
   for try in 1 2; do
     [ $try = 2 ] && sleep 2
-    timeout 30 mpirun -n 1 --host "$1" $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
-        "${mpirun_options[@]}" hostname < /dev/null > /dev/null 2>&1 && return 0  # mpirun would read the hostfile loop's stdin
+    host_error=$(timeout 30 mpirun -n 1 --host "$1" $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
+        "${mpirun_options[@]}" hostname 2>&1 < /dev/null > /dev/null) && return 0  # mpirun would read the hostfile loop's stdin
   done
+  host_error=$(grep -v '^[-[:space:]]*$' <<< "$host_error" | tr -s ' \n' ' ' | cut -c1-400)
   return 1
 }
 
@@ -59,7 +61,7 @@ answering_hosts() {
     if host_answers "$host"; then
       echo "$host $rest"
     else
-      echo "run.sh: host $host does not answer; leaving it out" >&2
+      echo "run.sh: host $host does not answer (${host_error:-no output}); leaving it out" >&2
     fi
   done < "$hostfile"
 }

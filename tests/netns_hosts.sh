@@ -11,6 +11,8 @@
 #                                 SLOTS on the first host; BTL: OpenMPI's transports, e.g.
 #                                 self,tcp (no shared memory) or self,vader,tcp
 # ns[0], ns[1]                    the namespaces; veth[0], veth[1] the link's end in each
+# touch $dir/down.ADDRESS         that host stops answering the launcher (as ssh to a dead
+#                                 machine fails); kill its processes for the rest
 if [ "$(id -u)" -ne 0 ] || ! command -v ip > /dev/null; then
   echo "skip: needs root and iproute2 (ip netns) to make the hosts"; exit 77
 fi
@@ -41,6 +43,8 @@ netns_hosts_up() {
 #!/usr/bin/env bash
 while [[ \$1 == -* ]]; do shift; done
 host=\$1; shift
+# A host marked down (\$dir/down.HOST) answers as an unreachable one does.
+[ -e "$dir/down.\$host" ] && { echo "ssh: connect to host \$host port 22: No route to host" >&2; exit 255; }
 case "\$host" in ${addr[0]}) n=${ns[0]} ;; ${addr[1]}) n=${ns[1]} ;; *) echo "agent: unknown host \$host" >&2; exit 1 ;; esac
 exec ip netns exec "\$n" unshare --uts bash -c "hostname host-\$n; \$*"
 AGENT
