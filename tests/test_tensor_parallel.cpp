@@ -28,7 +28,6 @@
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/diff_collectives.h"
-#include "parallel/layout.h"
 #include "parallel/parallelize.h"
 #include "parallel/tensor/collective_matmul.h"
 #include "parallel/tensor/tensor_parallel.h"
@@ -37,7 +36,6 @@
 #include "tests/mpi_test_util.h"
 #include "tests/parallel_run.h"
 #include "tests/reference_run.h"
-#include "tests/user_error.h"
 
 using namespace shardlab;
 using namespace shardlab::parallel;
@@ -512,40 +510,4 @@ TEST_CASE("the vocab-parallel loss and embedding equal the unsharded ones") {
   ops::sum(ops::mul(yl, yl)).backward();
   CHECK(std::equal(y.span().begin(), y.span().end(), yl.span().begin()));
   CHECK(std::equal(wl.grad().span().begin(), wl.grad().span().end(), w.grad().data() + first * D));
-}
-
-TEST_CASE("a layout the model cannot be split over is a clear error, before any collective") {
-  nn::ModelConfig c = nn::ModelConfig::preset("llama-tiny");  // N = 4, K = 2, F = 24, V = 256
-  const auto error = [&](const std::string& spec) {
-    return user_error_of([&] { Layout::from_spec(spec).validate({.model = c}); });
-  };
-  CHECK(error("tensor=3").find("tensor axis 3 does not divide the attention heads 4") != std::string::npos);
-  c.n_heads = 6;
-  c.n_kv_heads = 3;
-  c.d_model = 36;
-  CHECK(error("tensor=2").find("tensor axis 2 and the 3 kv heads must divide one another") != std::string::npos);
-  c = nn::ModelConfig::preset("llama-tiny");
-  c.d_ff = 30;
-  CHECK(error("tensor=4").find("does not divide the MLP hidden size d_ff 30") != std::string::npos);
-  c = nn::ModelConfig::preset("llama-tiny");
-  c.vocab = 258;
-  CHECK(error("tensor=4").find("does not divide the vocabulary 258") != std::string::npos);
-  CHECK(error("expert=2").find("mesh axis expert=2 needs a mixture-of-experts model") != std::string::npos);
-  Layout overlap = Layout::from_spec("tensor=2");
-  overlap.tp_overlap = true;
-  CHECK(user_error_of([&] { overlap.validate({.model = nn::ModelConfig::preset("llama-tiny")}); })
-            .find("turn sequence parallelism on") != std::string::npos);
-  Layout sp_layout = Layout::from_spec("data=2,tensor=4");
-  sp_layout.microbatches = 2;
-  sp_layout.sequence_parallel = true;
-  const std::string sp = user_error_of([&] {
-    sp_layout.validate({.model = nn::ModelConfig::preset("llama-tiny"), .global_batch = 8});
-  });
-  CHECK(sp.find("splits each microbatch's 2 sequences over the tensor axis 4") != std::string::npos);
-  CHECK_NOTHROW(Layout::from_spec("tensor=4").validate({.model = nn::ModelConfig::preset("llama-tiny")}));
-  CHECK(Layout::from_spec("tensor=4").describe() == "data=1,tensor=4");
-  // Built from degrees alone (as the cost model does), the mesh reads in kAxisNames' order.
-  CHECK(Layout{.data = 2, .context = 2, .tensor = 4}.describe() == "data=2,context=2,tensor=4");
-  CHECK(Layout{.fsdp = 4}.describe() == "fsdp=4");
-  CHECK(Layout{}.describe() == "data=1");
 }

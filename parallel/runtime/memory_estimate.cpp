@@ -58,7 +58,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   cost::TransformerShape shape = cost::shape_of(run.model);
   shape.context = run.sequence_length();
   // One microbatch of this rank's rows, each its T/c positions under the context axis.
-  const double rows = static_cast<double>(run.batch) / layout.data_ranks() / run.grad_accum;
+  const double rows = static_cast<double>(run.batch) / layout.data_ranks() / layout.microbatches;
   const double tokens = rows * static_cast<double>(run.sequence_length()) / layout.context;
   const cost::ParamCounts counts = cost::count_params(shape);
   const cost::StageHolding holding = stage_holding(run, layout, stage);
@@ -67,14 +67,14 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   const bool data_axis = std::any_of(layout.axes.begin(), layout.axes.end(),
                                      [](const parallel::AxisSpec& a) { return a.name == parallel::kDataAxis; });
   const double shards = cost::zero_shard_ranks(layout.data, layout.fsdp, layout.context, layout.fsdp > 1 && data_axis);
-  const cost::ZeroShare share = cost::zero_share(local, run.zero, shards, run.grad_accum != 1,
+  const cost::ZeroShare share = cost::zero_share(local, layout.zero, shards, layout.microbatches != 1,
                                                  static_cast<double>(std::max<int64_t>(1, run.model.n_layers)));
   MemoryEstimate m;  // fp32 parameters and gradients, AdamW's two fp32 moments
   m.params = sizeof(float) * share.params;
   m.grads = sizeof(float) * share.grads;
   m.optimizer = 2 * sizeof(float) * share.optimizer;
   m.buffers = sizeof(float) * share.gathered;
-  if ((run.zero == 1 || run.zero == 2) && shards > 1) {  // ZeroDataParallel::finish_step (data_parallel/zero.cpp)
+  if ((layout.zero == 1 || layout.zero == 2) && shards > 1) {  // ZeroDataParallel::finish_step (data_parallel/zero.cpp)
     // One gradient bucket at a time (at most --bucket-mb; under expert parallelism the
     // experts' parameters, reduced over other axes, fill buckets of their own): its packed
     // and gathered parameters (under bf16 also the bf16 received, half, and this rank's
@@ -105,7 +105,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .sequence = run.sequence_length(),
               .remat = run.model.remat,
               .tensor = layout.tensor,
-              .sequence_parallel = run.sequence_parallel || run.tp_overlap,
+              .sequence_parallel = layout.sequence_parallel || layout.tp_overlap,
               .expert = layout.expert,
               .layers = layers,
               .moe_layers = holding.moe_blocks * static_cast<double>(run.model.moe_layers()),
@@ -115,7 +115,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
               .capacity_factor = run.model.capacity_factor,
               // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
               .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,
-              .deferred_weight_gradients = layout.pipe > 1 && run.pp_schedule == "zero-bubble",
+              .deferred_weight_gradients = layout.pipe > 1 && layout.schedule == parallel::ScheduleKind::kZeroBubble,
               .fused_head_chunk_bytes = fused_head_chunk_bytes(run.model, tokens, layout.tensor),
               .context = layout.context,
               .context_allgather = parallel::parse_context_comm(run.cp_comm) == parallel::ContextComm::kAllGather});

@@ -28,11 +28,13 @@ struct MemoryEstimate {
   }
 };
 
-// Parameters, gradients and AdamW state (fp32) divided as `layout` and --zero shard them --
-// on pipe rank `stage`, the blocks of its stages, the first stage's embedding and the last
+// Parameters, gradients and AdamW state (fp32) divided as `layout` (its mesh, ZeRO stage,
+// microbatches, sequence parallelism and schedule; RunConfig::layout()) shards them -- on
+// pipe rank `stage`, the blocks of its stages, the first stage's embedding and the last
 // stage's head -- and the activations shardlab's autograd keeps there
-// (cost/model/autograd_activations.h) with the most microbatches its schedule has in flight.
-// Communication buffers are not counted.
+// (cost/model/autograd_activations.h) with the most microbatches its schedule has in
+// flight. `run` gives the model, the batch and the precision. Communication buffers are not
+// counted.
 MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout& layout, int stage = 0);
 
 // UserError, naming the estimate, this machine's memory and what to change, when the
