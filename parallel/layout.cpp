@@ -95,14 +95,8 @@ Layout Layout::from_axes(std::vector<AxisSpec> axes) {
   });
   if (!has_data) axes.insert(axes.begin(), {kDataAxis, 1});
   Layout l;
-  for (const AxisSpec& a : axes) {
-    if (a.name == kDataAxis) l.data = a.size;
-    if (a.name == kFsdpAxis) l.fsdp = a.size;
-    if (a.name == kPipeAxis) l.pipe = a.size;
-    if (a.name == kExpertAxis) l.expert = a.size;
-    if (a.name == kContextAxis) l.context = a.size;
-    if (a.name == kTensorAxis) l.tensor = a.size;
-  }
+  for (const AxisSpec& a : axes)
+    if (int* d = l.degree(a.name)) *d = a.size;
   l.axes = std::move(axes);
   return l;
 }
@@ -153,8 +147,7 @@ std::string Layout::describe() const {
   if (!axes.empty()) return axis_sizes_string(axes);
   std::vector<AxisSpec> named;  // built from degrees: the non-trivial axes in kAxisNames' order
   for (const std::string& name : kAxisNames) {
-    const int size = name == kDataAxis ? data : name == kFsdpAxis ? fsdp : name == kPipeAxis ? pipe
-                   : name == kExpertAxis ? expert : name == kContextAxis ? context : tensor;
+    const int size = *degree(name);
     if (size > 1 || (name == kDataAxis && fsdp == 1)) named.push_back({name, size});
   }
   return axis_sizes_string(named);

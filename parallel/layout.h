@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/nn/config.h"
@@ -57,6 +58,14 @@ struct Layout {
   // without a data or fsdp axis gets data=1 in front.
   static Layout from_spec(const std::string& spec);
   static Layout from_axes(std::vector<AxisSpec> axes);
+
+  // The degree of the axis named `name` (kAxisNames); nullptr for a name that is no axis.
+  // (Inline: the cost library, which holds no layout.cpp, names axes too.)
+  const int* degree(const std::string& name) const {
+    return name == kDataAxis ? &data : name == kFsdpAxis ? &fsdp : name == kPipeAxis ? &pipe
+         : name == kExpertAxis ? &expert : name == kContextAxis ? &context : name == kTensorAxis ? &tensor : nullptr;
+  }
+  int* degree(const std::string& name) { return const_cast<int*>(std::as_const(*this).degree(name)); }
 
   int num_ranks() const { return data * fsdp * pipe * expert * context * tensor; }
   int data_ranks() const { return data * fsdp * expert; }  // ranks that split the batch's rows

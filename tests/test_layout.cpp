@@ -54,6 +54,11 @@ TEST_CASE("a layout reads as its mesh, whether parsed or built from degrees as t
   CHECK(ordered.data == 2);
   CHECK(ordered.expert == 2);
   CHECK(ordered.data_ranks() == 4);
+  Layout named;
+  for (const std::string& axis : kAxisNames) *named.degree(axis) = 2;  // every axis by its name
+  CHECK(named.num_ranks() == 64);
+  CHECK(named.degree("microbatches") == nullptr);
+  CHECK(*ordered.degree(kExpertAxis) == 2);
   // Built from degrees alone, the mesh reads in kAxisNames' order.
   CHECK(Layout{.data = 2, .context = 2, .tensor = 4}.describe() == "data=2,context=2,tensor=4");
   CHECK(Layout{.fsdp = 4}.describe() == "fsdp=4");

@@ -157,10 +157,7 @@ Layout parse_layout(const std::string& text, int chips) {
   Layout l;
   for (const parallel::AxisSpec& item : parallel::parse_axis_sizes(text, {}, "data=2,tensor=2,microbatches=4")) {
     const std::string& key = item.name;
-    int* field = key == "data" ? &l.data : key == "fsdp" ? &l.fsdp : key == "context" ? &l.context
-               : key == "pipe" ? &l.pipe
-               : key == "expert" ? &l.expert : key == "tensor" ? &l.tensor
-               : key == "microbatches" ? &l.microbatches : nullptr;
+    int* field = key == "microbatches" ? &l.microbatches : l.degree(key);
     if (!field)
       throw UserError("--layout " + text + " names '" + key +
                       "'; give sizes of data, fsdp, context, pipe, expert, tensor and microbatches");
