@@ -211,8 +211,9 @@ TEST_CASE("linear_with_output saves bf16 operands under a bf16 scope") {
                  {x, w}, 32);
 }
 
-// Attention: Q K^T and P V are bf16 matmuls; the scores, the softmax and the probabilities
-// kept for backward are fp32. An output row is a convex combination of V rows, so rounding
+// Attention: Q K^T and P V are bf16 matmuls; the scores and the softmax are fp32, and the
+// probabilities are kept for backward as P V read them (bf16), so softmax's backward reads
+// them rounded too: a further relative 2u on dS, inside the gradient bound below. An output row is a convex combination of V rows, so rounding
 // V and P moves it by at most 2u max|V|; rounding Q and K moves a score by at most
 // 2u S (S = max_ij scale * sum_h |q_ih||k_jh|), which moves each probability by at most a
 // factor exp(4u S) - 1 ~ 4u S, and the output by that times max|V|. So

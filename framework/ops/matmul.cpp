@@ -141,6 +141,17 @@ MatmulOperand::MatmulOperand(const Tensor& x, const ComputePrecision& precision)
   }
 }
 
+MatmulOperand MatmulOperand::allocate(int64_t n, const ComputePrecision& precision) {
+  MatmulOperand operand;
+  if (precision.bf16() && precision.matmul == Bf16Matmul::kNative) {
+    operand.bf16_ = Bf16Array(n);
+  } else {
+    operand.f32_ = Tensor::empty({n});
+    operand.rounded_ = precision.bf16();
+  }
+  return operand;
+}
+
 void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, const MatmulOperand& b, int64_t b_offset,
                 const MatView& bv, float* c, const MatView& cv, MatmulFlags flags, const float* bias) {
   SL_ASSERT(a.bf16_.defined() == b.bf16_.defined() && a.rounded_ == b.rounded_,

@@ -61,6 +61,14 @@ class MatmulOperand {
  public:
   MatmulOperand() = default;
   MatmulOperand(const Tensor& x, const ComputePrecision& precision);
+  // An operand of n elements that its owner fills (attention's probabilities), stored as
+  // `precision` multiplies it: bf16 under oneDNN's bf16 kernels (write through bf16()),
+  // else fp32 (write through f32(), values rounded to bf16 where rounded() says so).
+  static MatmulOperand allocate(int64_t n, const ComputePrecision& precision);
+  float* f32() { return f32_.defined() ? f32_.data() : nullptr; }
+  const float* f32() const { return f32_.defined() ? f32_.data() : nullptr; }
+  Bf16* bf16() const { return bf16_.data(); }
+  bool rounded() const { return rounded_; }
   // Operands of a precision's matmuls, at element `offset` of their buffers.
   friend void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, const MatmulOperand& b,
                          int64_t b_offset, const MatView& bv, float* c, const MatView& cv, MatmulFlags flags,

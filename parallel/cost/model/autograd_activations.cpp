@@ -26,17 +26,20 @@ double expert_slots_per_token(const TransformerShape& s, const ActivationQuery& 
   return e * std::ceil(q.capacity_factor * t * static_cast<double>(s.top_k) / e) / t;
 }
 
-// What attention keeps for backward per token, all heads: its probabilities, or under
-// context parallelism the packed K/V (every rank's when all-gathered) and the log-sum-exp.
-double attention_saved_elements(const TransformerShape& s, const ActivationQuery& q) {
-  if (q.context <= 1) return static_cast<double>(s.heads) * attention_probability_elements(q.sequence);
-  const double kv = 2.0 * static_cast<double>(s.kv_heads * s.head_dim);
-  return kv * (q.context_allgather ? q.context + 1 : 1) + static_cast<double>(s.heads);
-}
-
 // A matmul's input as its backward keeps it, in fp32 elements: a bf16 copy (half) under
 // oneDNN's bf16 kernels, else fp32 values (the input itself, or its bf16-rounded copy).
 double kept_matmul_input(const ActivationQuery& q) { return q.matmul_copy_bytes == 2 ? 0.5 : 1.0; }
+
+// What attention keeps for backward per token, all heads: its probabilities (as P V reads
+// them), or under context parallelism the packed K/V (every rank's when all-gathered) and
+// the log-sum-exp.
+double attention_saved_elements(const TransformerShape& s, const ActivationQuery& q) {
+  if (q.context <= 1) {
+    return kept_matmul_input(q) * static_cast<double>(s.heads) * attention_probability_elements(q.sequence);
+  }
+  const double kv = 2.0 * static_cast<double>(s.kv_heads * s.head_dim);
+  return kv * (q.context_allgather ? q.context + 1 : 1) + static_cast<double>(s.heads);
+}
 
 // The MLP's hidden activations per row it sees: GELU keeps its input (fc's output) and the
 // output projection its output; SwiGLU keeps gate and up, the output projection their
