@@ -140,9 +140,10 @@ TEST_CASE("bf16 conversion rounds to nearest, ties to even, and keeps specials")
   }
 }
 
-// The bulk conversion (vectorised, split over threads) must equal the scalar formula bit
-// for bit, whatever the values -- subnormals, NaN payloads, ties, values that round to
-// infinity -- and wherever a vector or a thread's share begins or ends.
+// The bulk conversion (vectorised, split over threads; avx512_bf16's instruction where the
+// CPU has it, and the formula on any CPU) must equal the scalar formula bit for bit,
+// whatever the values -- subnormals, NaN payloads, ties, values that round to infinity --
+// and wherever a vector (16 floats; 32 per instruction) or a thread's share begins or ends.
 TEST_CASE("bulk bf16 conversion equals the scalar one bit for bit, specials and block edges included") {
   const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
                             1e-39f, -3e-40f, std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
@@ -151,16 +152,40 @@ TEST_CASE("bulk bf16 conversion equals the scalar one bit for bit, specials and 
                             std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc12345u),
                             1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 3.3895314e38f};
   const Tensor noise = random_tensor({100003}, 11, 10.0f);
-  for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{47}, int64_t{100003}}) {
+  for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{32}, int64_t{47},
+                          int64_t{64}, int64_t{100003}}) {
     for (const bool sprinkled : {false, true}) {
       std::vector<float> x(noise.data(), noise.data() + n);
       for (int64_t i = 0; sprinkled && i < n; i += 7) x[i] = specials[(i / 7) % std::size(specials)];
-      std::vector<Bf16> bulk(n);
-      to_bf16(x.data(), bulk.data(), n);
+      std::vector<Bf16> bulk(n), portable(n);
+      to_bf16(x.data(), bulk.data(), n);  // avx512_bf16's instruction where this CPU has it
+      to_bf16_portable(x.data(), portable.data(), n);
       for (int64_t i = 0; i < n; ++i) {
         INFO("n " << n << " element " << i << " value " << x[i]);
         REQUIRE(bulk[i].bits == to_bf16(x[i]).bits);
+        REQUIRE(portable[i].bits == to_bf16(x[i]).bits);
       }
+    }
+  }
+}
+
+// A linear's bias gradient under bf16 kernels comes from the output gradient's conversion:
+// the same bf16 values as to_bf16, and each column summed in row order as the fp32 bias
+// gradient sums it, bit for bit, at any shape (column slices of 64, runs of 32).
+TEST_CASE("the conversion with column sums equals to_bf16 and the row-order column sums bit for bit") {
+  for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{1000}}) {
+    for (const int64_t cols : {int64_t{1}, int64_t{17}, int64_t{64}, int64_t{65}, int64_t{200}}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const Tensor x = random_tensor({rows, cols}, 7, 3.0f);
+      std::vector<Bf16> fused(rows * cols), plain(rows * cols);
+      std::vector<float> sums(cols, 0.5f), want(cols, 0.5f);
+      to_bf16_with_column_sums(x.data(), fused.data(), rows, cols, sums.data());
+      to_bf16(x.data(), plain.data(), rows * cols);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) want[j] += x.data()[i * cols + j];
+      for (int64_t k = 0; k < rows * cols; ++k) REQUIRE(fused[k].bits == plain[k].bits);
+      for (int64_t j = 0; j < cols; ++j) REQUIRE(sums[j] == want[j]);
     }
   }
 }

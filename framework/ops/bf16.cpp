@@ -1,5 +1,9 @@
 #include "framework/ops/bf16.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
+
 #include "framework/precision.h"
 #include "framework/tensor.h"
 
@@ -7,12 +11,78 @@ namespace shardlab {
 namespace {
 // Below this many elements a conversion stays on one thread.
 constexpr int64_t kParallelAbove = 1 << 15;
+
+// avx512_bf16's vcvtne2ps2bf16 converts 32 floats in one instruction, rounding to nearest
+// even and keeping NaNs quiet exactly as the scalar to_bf16 does; but it flushes fp32
+// subnormals to zero, so a block of 32 that holds one converts by the formula instead.
+// 1.6-2.5x the formula's rate on 0.5-8M floats, 2 threads (the AMD EPYC).
+#define SHARDLAB_BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
+
+SHARDLAB_BF16_TARGET inline void convert_32(const float* x, uint16_t* o) {
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x007fffff);
+  const __m512i lo = _mm512_loadu_si512(x), hi = _mm512_loadu_si512(x + 16);
+  const auto subnormal = [&](__m512i v) { return _mm512_testn_epi32_mask(v, exponent) & _mm512_test_epi32_mask(v, mantissa); };
+  if ((subnormal(lo) | subnormal(hi)) == 0) {
+    _mm512_storeu_si512(o, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(hi), _mm512_castsi512_ps(lo))));
+  } else {
+    for (int i = 0; i < 32; ++i) o[i] = to_bf16(x[i]).bits;
+  }
+}
+
+// x[0, n) by the instruction, 32 at a time, and the rest by the formula.
+SHARDLAB_BF16_TARGET void convert_run(const float* x, uint16_t* o, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) convert_32(x + i, o + i);
+  for (; i < n; ++i) o[i] = to_bf16(x[i]).bits;
+}
+
+SHARDLAB_BF16_TARGET void to_bf16_instructions(const float* in, Bf16* out, int64_t n) {
+  uint16_t* o = reinterpret_cast<uint16_t*>(out);
+  const int64_t blocks = n / 32;
+#pragma omp parallel for if (n > kParallelAbove) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) convert_32(in + b * 32, o + b * 32);
+  convert_run(in + blocks * 32, o + blocks * 32, n - blocks * 32);
+}
+
+bool has_bf16_instructions() {
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
 }  // namespace
 
 void to_bf16(const float* in, Bf16* out, int64_t n) {
+  if (has_bf16_instructions()) return to_bf16_instructions(in, out, n);
+  to_bf16_portable(in, out, n);
+}
+
+void to_bf16_portable(const float* in, Bf16* out, int64_t n) {
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
 #pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = to_bf16(in[i]).bits;
+}
+
+void to_bf16_with_column_sums(const float* in, Bf16* out, int64_t rows, int64_t cols, float* sums) {
+  uint16_t* o = reinterpret_cast<uint16_t*>(out);
+  const bool instructions = has_bf16_instructions();
+  // Threads own column slices, and each column is summed in row order: deterministic.
+  constexpr int64_t kSlice = 64;
+#pragma omp parallel for if (rows * cols > 65536)
+  for (int64_t j0 = 0; j0 < cols; j0 += kSlice) {
+    const int64_t n = std::min(cols, j0 + kSlice) - j0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* x = in + i * cols + j0;
+      uint16_t* y = o + i * cols + j0;
+      if (instructions) {
+        convert_run(x, y, n);
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = to_bf16(x[j]).bits;
+      }
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) sums[j0 + j] += x[j];
+    }
+  }
 }
 
 void to_float(const Bf16* in, float* out, int64_t n) {
