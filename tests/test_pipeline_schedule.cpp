@@ -41,6 +41,40 @@ TEST_CASE("every generated schedule is deadlock-free with the closed-form bubble
   }
 }
 
+// What the memory estimate reads: a rank's first backward starts before any weight gradient
+// exists, beside all its microbatches in flight; under zero-bubble rank r holds back its
+// first r weight passes, so the last rank's later input-gradient passes start beside
+// weight passes still waiting.
+TEST_CASE("the moments each backward starts beside: microbatches in flight, waiting weight passes, gradients") {
+  for (int p : {2, 4}) {
+    for (int m : {2, 4, 8}) {
+      CAPTURE(p); CAPTURE(m);
+      for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kZeroBubble}) {
+        CAPTURE(to_string(kind));
+        const ScheduleCheck c = check(make_pipeline_schedule(kind, p, 1, m));
+        for (int r = 0; r < p; ++r) {
+          REQUIRE_FALSE(c.at_backward[r].empty());
+          const BackwardMoment& first = c.at_backward[r].front();
+          CHECK(first.in_flight == c.peak_in_flight[r]);
+          CHECK_FALSE(first.gradients);
+          CHECK(first.awaiting_weight == 0);
+          int waiting = 0;
+          for (const BackwardMoment& b : c.at_backward[r]) {
+            CHECK(b.in_flight >= 1);
+            waiting = std::max(waiting, b.awaiting_weight);
+          }
+          if (kind != ScheduleKind::kZeroBubble) CHECK(waiting == 0);
+        }
+        const auto waits = [](const std::vector<BackwardMoment>& moments) {
+          return std::any_of(moments.begin(), moments.end(), [](const BackwardMoment& b) { return b.awaiting_weight > 0; });
+        };
+        CHECK_FALSE(waits(c.at_backward[0]));
+        if (kind == ScheduleKind::kZeroBubble) CHECK(waits(c.at_backward[p - 1]));
+      }
+    }
+  }
+}
+
 TEST_CASE("the book's bubble: (p-1)/(m+p-1), divided by v interleaved, a third of it zero-bubble") {
   CHECK(predicted_bubble(ScheduleKind::k1F1B, 4, 1, 8) == doctest::Approx(3.0 / 11));
   CHECK(predicted_bubble(ScheduleKind::kInterleaved, 4, 2, 8) == doctest::Approx(3.0 / 19));

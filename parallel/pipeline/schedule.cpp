@@ -152,6 +152,9 @@ ScheduleCheck check(const PipelineSchedule& s, double transfer) {
   if (static_cast<int>(s.actions.size()) != p) throw UserError("schedule has " + str(s.actions.size()) + " rank lists for pipe=" + str(p));
   ScheduleCheck c;
   c.peak_in_flight.assign(p, 0);
+  c.at_backward.resize(p);
+  std::vector<int> awaiting_weight(p, 0);
+  std::vector<bool> gradients(p, false);
   c.finish.assign(p, 0.0);
   c.start.resize(p);
   // A message in flight: (is gradient, microbatch, receiving stage) -> time it arrives.
@@ -206,10 +209,18 @@ ScheduleCheck check(const PipelineSchedule& s, double transfer) {
           case ActionKind::kBackwardInput:
             if (!has(ActionKind::kForward, a.microbatch, a.stage)) fail(r, a, "runs before its forward");
             if (a.stage < S - 1 && !has(ActionKind::kRecvGradient, a.microbatch, a.stage)) fail(r, a, "runs before its output gradient arrived");
+            if (const BackwardMoment moment{in_flight[r], awaiting_weight[r], gradients[r]};
+                std::find(c.at_backward[r].begin(), c.at_backward[r].end(), moment) == c.at_backward[r].end()) {
+              c.at_backward[r].push_back(moment);
+            }
             --in_flight[r];
+            if (a.kind == ActionKind::kBackward) gradients[r] = true;
+            else ++awaiting_weight[r];
             break;
           case ActionKind::kBackwardWeight:
             if (!has(ActionKind::kBackwardInput, a.microbatch, a.stage)) fail(r, a, "runs before its input-gradient pass");
+            --awaiting_weight[r];
+            gradients[r] = true;
             break;
         }
         if (blocked) break;

@@ -25,6 +25,7 @@
 //   c.bubble;                             // 3/11: the book's (p-1)/(m+p-1)
 #pragma once
 
+#include <compare>
 #include <string>
 #include <vector>
 
@@ -65,10 +66,21 @@ struct PipelineSchedule {
 // whose microbatches go in groups of p, say), naming the values and the fix.
 PipelineSchedule make_pipeline_schedule(ScheduleKind kind, int ranks, int virtual_stages, int microbatches);
 
+// What a backward(-input) pass starts beside on its rank.
+struct BackwardMoment {
+  int in_flight = 0;          // microbatches forwarded and not yet backward, its own included
+  int awaiting_weight = 0;    // input-gradient passes whose weight pass is still to run (zero-bubble)
+  bool gradients = false;     // a weight gradient of this step exists already on the rank
+  auto operator<=>(const BackwardMoment&) const = default;
+};
+
 struct ScheduleCheck {
   double makespan = 0;                // simulated step time, in forward-pass units of one rank's whole model share
   double bubble = 0;                  // idle fraction of it: 1 - busy / makespan
   std::vector<int> peak_in_flight;    // [rank] most microbatches forwarded and not yet backward(-input)
+  // [rank] what its backward(-input) passes start beside, each distinct moment once: the
+  // memory estimate takes the largest (parallel/runtime/memory_estimate.h).
+  std::vector<std::vector<BackwardMoment>> at_backward;
   std::vector<double> finish;         // [rank] when its last action ends
   std::vector<std::vector<double>> start;  // [rank][action] simulated start time
 };

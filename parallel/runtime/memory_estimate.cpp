@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "framework/error.h"
 #include "framework/memory.h"
@@ -83,16 +84,15 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
     const double bucket = std::min(run.bucket_mb * (1 << 20) / sizeof(float), std::max(local - experts, experts));
     m.staging = sizeof(float) * (bucket * (2 + (run.precision == "bf16" ? 0.5 + 0.5 / shards : 0.0)) + local / shards);
   }
-  // The most microbatches the stage holds in flight (the schedule's simulation; one without
-  // a pipe axis), and the gradients beside them once a step has more than one microbatch.
+  // What each backward starts beside (the schedule's simulation of the stage; without a pipe
+  // axis one microbatch, after earlier microbatches' gradients once a step has several).
   const int microbatches = std::max(1, layout.microbatches);
-  double in_flight = 1;
+  std::vector<parallel::BackwardMoment> moments{{.in_flight = 1, .gradients = microbatches > 1}};
   if (layout.pipe > 1) {
-    in_flight = parallel::check(parallel::make_pipeline_schedule(layout.schedule, layout.pipe, layout.virtual_stages,
-                                                                 microbatches))
-                    .peak_in_flight[stage];
+    moments = parallel::check(parallel::make_pipeline_schedule(layout.schedule, layout.pipe, layout.virtual_stages,
+                                                               microbatches))
+                  .at_backward[stage];
   }
-  m.grads_held = microbatches > 1 || layout.pipe > 1;
   if (parse_wire_dtype(run.reduce_dtype, "--reduce-dtype") == DType::kInt8) {
     // A residual per reduction (parallel/data_parallel/error_feedback.h): the whole local
     // gradient once per data axis it is reduced over (an upper bound for reduce_scatters).
@@ -100,27 +100,40 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
     m.feedback = sizeof(float) * local * axes;
   }
   const double layers = holding.blocks * static_cast<double>(run.model.n_layers);
-  m.activation_parts = cost::shardlab_activation_bytes(
-      shape, {.tokens = tokens,
-              .sequence = run.sequence_length(),
-              .remat = run.model.remat,
-              .tensor = layout.tensor,
-              .sequence_parallel = layout.sequence_parallel || layout.tp_overlap,
-              .expert = layout.expert,
-              .layers = layers,
-              .moe_layers = holding.moe_blocks * static_cast<double>(run.model.moe_layers()),
-              .embedding = stage == 0,
-              .head = stage == layout.pipe - 1,
-              .in_flight = in_flight,
-              .capacity_factor = run.model.capacity_factor,
-              // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
-              .matmul_copy_bytes = run.precision != "bf16" ? 0.0 : run.bf16_matmul == "native" ? 2.0 : 4.0,
-              .deferred_weight_gradients = layout.pipe > 1 && layout.schedule == parallel::ScheduleKind::kZeroBubble,
-              .fused_head_chunk_bytes = fused_head_chunk_bytes(run.model, tokens, layout.tensor),
-              .context = layout.context,
-              .context_allgather = parallel::parse_context_comm(run.cp_comm) == parallel::ContextComm::kAllGather});
-  m.activations = m.activation_parts.peak();
-  return m;
+  const cost::ActivationQuery query{
+      .tokens = tokens,
+      .sequence = run.sequence_length(),
+      .remat = run.model.remat,
+      .tensor = layout.tensor,
+      .sequence_parallel = layout.sequence_parallel || layout.tp_overlap,
+      .expert = layout.expert,
+      .layers = layers,
+      .moe_layers = holding.moe_blocks * static_cast<double>(run.model.moe_layers()),
+      .embedding = stage == 0,
+      .head = stage == layout.pipe - 1,
+      .capacity_factor = run.model.capacity_factor,
+      // auto: the rounded path's 4 bytes, an upper bound (framework/precision.h)
+      .matmul_copy_bytes = run.precision != "bf16"           ? 0.0
+                           : run.bf16_matmul == "native" ? 2.0
+                                                         : 4.0,
+      .deferred_weight_gradients = layout.pipe > 1 && layout.schedule == parallel::ScheduleKind::kZeroBubble,
+      .fused_head_chunk_bytes = fused_head_chunk_bytes(run.model, tokens, layout.tensor),
+      .context = layout.context,
+      .context_allgather = parallel::parse_context_comm(run.cp_comm) == parallel::ContextComm::kAllGather};
+  // The estimate is the largest of those moments: the most microbatches in flight, or fewer
+  // beside the gradients or the tensors a zero-bubble weight pass still waits for.
+  MemoryEstimate largest;
+  for (const parallel::BackwardMoment& moment : moments) {
+    MemoryEstimate e = m;
+    cost::ActivationQuery q = query;
+    q.in_flight = moment.in_flight;
+    q.awaiting_weight = moment.awaiting_weight;
+    e.grads_held = moment.gradients;
+    e.activation_parts = cost::shardlab_activation_bytes(shape, q);
+    e.activations = e.activation_parts.peak();
+    if (e.total() > largest.total()) largest = e;
+  }
+  return largest;
 }
 
 void check_fits_in_memory(const RunConfig& run, const parallel::Layout& layout) {

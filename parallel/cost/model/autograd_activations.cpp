@@ -19,6 +19,18 @@ double attention_probability_elements(int64_t sequence) {
 
 namespace {
 
+// The largest row block of causal attention's scores, per query position: max over blocks
+// of rows x keys, over T (ops::causal_attention keeps one block's scores gradient at a time).
+double attention_block_scores(int64_t sequence) {
+  const int64_t t = std::max<int64_t>(1, sequence), block = ops::kAttentionRowBlock;
+  double largest = 0;
+  for (int64_t r0 = 0; r0 < t; r0 += block) {
+    const int64_t r1 = std::min(t, r0 + block);
+    largest = std::max(largest, static_cast<double>(r1 - r0) * static_cast<double>(r1));
+  }
+  return largest / static_cast<double>(t);
+}
+
 // Capacity slots an MoE layer's experts compute per token: E ceil(C T k / E) / T.
 double expert_slots_per_token(const TransformerShape& s, const ActivationQuery& q) {
   const double t = static_cast<double>(std::max<int64_t>(1, q.sequence)), e = static_cast<double>(s.experts);
@@ -46,6 +58,22 @@ double attention_saved_elements(const TransformerShape& s, const ActivationQuery
 // product.
 double hidden_per_row(const TransformerShape& s, const ActivationQuery& q) {
   return ((s.gated_mlp ? 2.0 : 1.0) + kept_matmul_input(q)) * static_cast<double>(s.d_ff);
+}
+
+// What a zero-bubble input-gradient pass leaves for its weight pass, per token of one block:
+// each Linear's output gradient (fp32) and, unless `gradients_only`, its input as its matmul
+// read it (Linears reading one tensor share it in fp32; under bf16 each converted its own
+// copy). The experts' grouped GEMM makes its weights' gradients at once; an MoE block
+// defers only its router.
+double weight_pass_elements(const TransformerShape& s, const ActivationQuery& q, bool moe, bool gradients_only) {
+  const double d = s.d_model, t = q.tensor, f = static_cast<double>(s.d_ff) / t;
+  const double m = gradients_only ? 0.0 : kept_matmul_input(q);
+  const double qkv = static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t;
+  const double heads_out = static_cast<double>(s.heads * s.head_dim) / t;
+  const double attention = qkv + d + m * (d + heads_out);
+  if (moe) return attention + static_cast<double>(s.experts) + m * d;
+  if (!s.gated_mlp) return attention + f + d + m * (d + f);
+  return attention + 2 * f + d + m * ((q.matmul_copy_bytes > 0 ? 2 : 1) * d + f);
 }
 
 }  // namespace
@@ -106,7 +134,37 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   // Under bf16 GELU's output projection also converts the output gradient it multiplies
   // (D, at the copies' bytes; its input it kept converted).
   const double copies = q.matmul_copy_bytes / sizeof(float);
-  const double backward_transient = mlp + (s.gated_mlp ? 0 : copies * d);
+  const double dense_transient = mlp + (s.gated_mlp ? 0 : copies * d);
+  // An MoE block's backward peaks in its experts: the same per capacity slot as a dense
+  // MLP's per row (the experts' weight gradients, [E/e, D, F/t], made at once), beside the
+  // block output's gradient (D per token) and, under expert parallelism, the gradient rows
+  // the all_to_all exchanges (D per slot).
+  double moe_transient = 0;
+  if (q.moe_layers > 0) {
+    const double slots = expert_slots_per_token(s, q), local_experts = static_cast<double>(s.experts) / q.expert;
+    const double per_slot = s.gated_mlp ? d + 3 * f - kept_matmul_input(q) * f : d + f + copies * d;
+    const double weights = s.gated_mlp ? 0 : local_experts * d * f / std::max(1.0, q.tokens);
+    moe_transient = d + slots * per_slot + weights + (q.expert > 1 ? slots * d : 0);
+  }
+  // Or it peaks in attention's backward, once the block's MLP (or experts) and output
+  // projection have freed what they kept: the residual's gradient (D), the heads' output
+  // gradient and its copy, dQKV (fp32), and the largest row block's scores gradient and its
+  // copy. At small D (and long T) that is the larger. Under a context axis the ring's
+  // backward (parallel/context/context_parallel.cpp) holds instead, beside dQKV, four K/V
+  // blocks' worth (the gradient share of the block in hand, the sum travelling on, the sum
+  // arriving, the next block) and one key block's scores and their gradient, with copies;
+  // all-gathered, the gradients of every rank's block (c of them) in place of the four.
+  const double qkv_width = static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t;
+  const double heads_out = static_cast<double>(s.heads * s.head_dim) / t, m = kept_matmul_input(q);
+  const double kv_width = 2.0 * static_cast<double>(s.kv_heads * s.head_dim) / t;
+  const double kv_heads = static_cast<double>(s.kv_heads) / t;
+  const double kv_blocks = q.context_allgather ? q.context : 4;
+  const double scores = q.context > 1 ? 2 * kv_heads * static_cast<double>(q.sequence) / q.context + kv_blocks * kv_width
+                                      : kv_heads * attention_block_scores(q.sequence);
+  const double attention = d + (1 + copies) * heads_out + qkv_width + (1 + copies) * scores - m * (d + heads_out);
+  const double backward_transient =
+      std::max({dense_layers > 0 ? std::max(dense_transient, attention - hidden_per_row(s, q) / t) : 0.0, moe_transient,
+                q.moe_layers > 0 ? attention - (moe.total() - dense.total() + hidden_per_row(s, q) / t) : 0.0});
   switch (q.remat) {
     case nn::Remat::None:
       per_token = full_layers;
@@ -158,7 +216,18 @@ ActivationBytes shardlab_activation_bytes(const TransformerShape& s, const Activ
   const double deferred = !q.deferred_weight_gradients ? 0.0
                                                        : q.matmul_copy_bytes * q.tokens *
                                                              static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim) / t;
-  return {.kept = bytes * per_token * q.in_flight,
+  // Tensors waiting for zero-bubble weight passes: every earlier input pass's, and the output
+  // gradients the pass under way has deferred so far (its inputs it keeps anyway). The
+  // last stage's head too: the logits' gradient and the final norm's output, or the fused
+  // head's whole weight gradient.
+  const auto weight_pass = [&](bool gradients_only) {
+    double e = dense_layers * weight_pass_elements(s, q, false, gradients_only) +
+               q.moe_layers * weight_pass_elements(s, q, true, gradients_only);
+    if (q.head) e += fused ? vocab * d / std::max(1.0, q.tokens) : vocab + (gradients_only ? 0.0 : kept_matmul_input(q) * d);
+    return e;
+  };
+  const double waiting = weight_pass(false) * q.awaiting_weight + (q.deferred_weight_gradients ? weight_pass(true) : 0.0);
+  return {.kept = bytes * (per_token * q.in_flight + waiting),
           .head = bytes * head + chunk + deferred,
           .recompute = bytes * recompute,
           .backward = q.remat == nn::Remat::None ? bytes * backward_transient : 0.0,

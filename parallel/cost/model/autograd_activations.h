@@ -73,6 +73,9 @@ struct ActivationQuery {
   bool embedding = true;    // this rank's stage embeds (the first)
   bool head = true;         // this rank's stage holds the head and the loss (the last)
   double in_flight = 1;     // microbatches whose activations are alive at once
+  // Microbatches whose zero-bubble weight pass is still to run: each Linear's weight
+  // gradient waits with its output gradient and its input as the matmul read it.
+  double awaiting_weight = 0;
   double capacity_factor = 1.25;  // MoE slots per expert (0: dropless)
   // Bytes per element of the operand copies a bf16 matmul makes while it runs: 0 under
   // fp32, 2 with oneDNN's bf16 kernels, 4 with fp32 kernels on rounded copies.
