@@ -169,27 +169,6 @@ TEST_CASE("bulk bf16 conversion equals the scalar one bit for bit, specials and 
   }
 }
 
-// A linear's bias gradient under bf16 kernels comes from the output gradient's conversion:
-// the same bf16 values as to_bf16, and each column summed in row order as the fp32 bias
-// gradient sums it, bit for bit, at any shape (column slices of 64, runs of 32).
-TEST_CASE("the conversion with column sums equals to_bf16 and the row-order column sums bit for bit") {
-  for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{1000}}) {
-    for (const int64_t cols : {int64_t{1}, int64_t{17}, int64_t{64}, int64_t{65}, int64_t{200}}) {
-      CAPTURE(rows);
-      CAPTURE(cols);
-      const Tensor x = random_tensor({rows, cols}, 7, 3.0f);
-      std::vector<Bf16> fused(rows * cols), plain(rows * cols);
-      std::vector<float> sums(cols, 0.5f), want(cols, 0.5f);
-      to_bf16_with_column_sums(x.data(), fused.data(), rows, cols, sums.data());
-      to_bf16(x.data(), plain.data(), rows * cols);
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) want[j] += x.data()[i * cols + j];
-      for (int64_t k = 0; k < rows * cols; ++k) REQUIRE(fused[k].bits == plain[k].bits);
-      for (int64_t j = 0; j < cols; ++j) REQUIRE(sums[j] == want[j]);
-    }
-  }
-}
-
 TEST_CASE("linear in bf16 matches fp32 within the bf16 bound, forward and backward, on both paths") {
   const V in{random_tensor({3, 5, 48}, 1), random_tensor({24, 48}, 2), random_tensor({24}, 3)};
   check_bilinear([](V& v) { return ops::linear(v[0], v[1], v[2]); }, in, 48);

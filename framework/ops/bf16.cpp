@@ -2,8 +2,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "framework/precision.h"
 #include "framework/tensor.h"
 
@@ -60,29 +58,6 @@ void to_bf16_portable(const float* in, Bf16* out, int64_t n) {
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
 #pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = to_bf16(in[i]).bits;
-}
-
-void to_bf16_with_column_sums(const float* in, Bf16* out, int64_t rows, int64_t cols, float* sums) {
-  uint16_t* o = reinterpret_cast<uint16_t*>(out);
-  const bool instructions = has_bf16_instructions();
-  // Threads own column slices, and each column is summed in row order: deterministic.
-  constexpr int64_t kSlice = 64;
-#pragma omp parallel for if (rows * cols > 65536)
-  for (int64_t j0 = 0; j0 < cols; j0 += kSlice) {
-    const int64_t n = std::min(cols, j0 + kSlice) - j0;
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* x = in + i * cols + j0;
-      uint16_t* y = o + i * cols + j0;
-      if (instructions) {
-        convert_run(x, y, n);
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) y[j] = to_bf16(x[j]).bits;
-      }
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) sums[j0 + j] += x[j];
-    }
-  }
 }
 
 void to_float(const Bf16* in, float* out, int64_t n) {

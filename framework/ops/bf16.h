@@ -30,10 +30,6 @@ inline float round_bf16(float value) { return to_float(to_bf16(value)); }
 
 void to_bf16(const float* in, Bf16* out, int64_t n);  // avx512_bf16's instruction where the CPU has it
 void to_bf16_portable(const float* in, Bf16* out, int64_t n);  // the formula alone, on any CPU
-// The rows x cols values of `in` (row-major) converted as to_bf16 does, each column's sum
-// added to sums[cols] in row order (fp32): a bias gradient beside its output gradient's
-// conversion, in one read of it.
-void to_bf16_with_column_sums(const float* in, Bf16* out, int64_t rows, int64_t cols, float* sums);
 void to_float(const Bf16* in, float* out, int64_t n);
 void round_bf16(const float* in, float* out, int64_t n);  // in == out allowed
 

@@ -192,18 +192,7 @@ Tensor record_linear(const Tensor& x, const MatmulOperand& xs, const Tensor& w, 
   return record(y, "linear", {x, w, b}, [xs, x_shape = x.shape(), x_grad = x.requires_grad(), w, b, M, N, K,
                                          precision](const Tensor& gy) {
     Tensor gx, gw, gb;
-    // Under bf16 kernels the output gradient's conversion also sums its columns: the bias
-    // gradient in the same read of gy (the sums bias_grad below would make, bit for bit).
-    const bool fused_bias =
-        b.defined() && b.requires_grad() && precision.bf16() && precision.matmul == Bf16Matmul::kNative;
-    Tensor summed = fused_bias ? Tensor::zeros(b.shape()) : Tensor();
-    MatmulOperand go;
-    if (fused_bias) {
-      go = MatmulOperand::allocate(gy.numel(), precision);
-      to_bf16_with_column_sums(gy.data(), go.bf16(), M, N, summed.data());
-    } else {
-      go = MatmulOperand(gy, precision);
-    }
+    const MatmulOperand go(gy, precision);
     if (x_grad) {  // gx[M,K] = gy[M,N] · w[N,K]
       gx = Tensor::empty(x_shape);
       matmul_raw(go, 0, MatView::matrix(M, N, N), MatmulOperand(w, precision), 0, MatView::matrix(N, K, K), gx.data(),
@@ -218,7 +207,6 @@ Tensor record_linear(const Tensor& x, const MatmulOperand& xs, const Tensor& w, 
     // Deferred, it converts gy again when it runs rather than keep a converted copy waiting.
     const auto weight_grad = [=] { return weight_grad_of(MatmulOperand(gy, precision)); };
     const auto bias_grad = [=] {  // gb[N] = column sums of gy (fp32)
-      if (summed.defined()) return summed;
       // Threads own column slices, and each column is summed in row order: deterministic.
       Tensor g = Tensor::zeros(b.shape());
       const float* in = gy.data();
