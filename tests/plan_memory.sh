@@ -2,9 +2,10 @@
 # plan_memory.sh TRAIN_GPT SHARDLAB_PLAN MPIEXEC...: the planner's memory per rank for this
 # machine (shardlab-plan train --cluster local --layout L) is within 15% of the peak that
 # train_gpt's memory tracker measures in step 1 of the same layout, and so is train_gpt's
-# own estimate (cost/model/autograd_activations.h). One layout per strategy on 2 ranks, gpt-bench at
-# 4 sequences of 256 tokens (a context rank: 128 of each, its ring attention's saved tensors),
-# and two of them in bf16, whose matmuls keep bf16 operands.
+# own estimate (cost/model/autograd_activations.h). One layout per strategy on 2 ranks (the
+# pipeline under three schedules), gpt-bench at 4 sequences of 256 tokens (a context rank:
+# 128 of each, its ring attention's saved tensors), and two of them in bf16, whose matmuls
+# keep bf16 operands.
 set -uo pipefail
 train=$1 plan=$2; shift 2
 mpiexec=("$@")
@@ -50,6 +51,12 @@ check fsdp=2 --mesh fsdp=2 --zero 3
 check tensor=2 --mesh tensor=2
 check pipe=2,microbatches=2 --mesh pipe=2 --grad-accum 2
 check context=2 --mesh context=2 --zero 3  # the planner's context x fsdp group is ZeRO-3
+# The pipeline's schedules, each priced at the moments it starts a backward: zero-bubble's
+# waiting weight passes, and interleaved stages of half a rank's blocks.
+plan_flags=(--pp-schedule zero-bubble)
+check pipe=2,microbatches=4 --mesh pipe=2 --grad-accum 4 --pp-schedule zero-bubble
+plan_flags=(--pp-schedule interleaved --pp-virtual 2)
+check pipe=2,microbatches=4 --mesh pipe=2 --grad-accum 4 --pp-schedule interleaved --pp-virtual 2
 # bf16 on oneDNN's bf16 kernels (any CPU: oneDNN emulates them without bf16 instructions):
 # the matmuls keep bf16 operands, and both count them so.
 export SHARDLAB_BF16_MATMUL=native

@@ -293,4 +293,9 @@ std::string render_timeline(const PipelineSchedule& s, const ScheduleCheck& c) {
   return out;
 }
 
+std::vector<BackwardMoment> backward_moments(ScheduleKind kind, int ranks, int virtual_stages, int microbatches, int rank) {
+  if (ranks <= 1) return {{.in_flight = 1, .gradients = microbatches > 1}};
+  return check(make_pipeline_schedule(kind, ranks, virtual_stages, microbatches)).at_backward[rank];
+}
+
 }  // namespace shardlab::parallel

@@ -91,6 +91,11 @@ struct ScheduleCheck {
 // free links); the bubble then includes the waits it causes.
 ScheduleCheck check(const PipelineSchedule& schedule, double transfer = 0.0);
 
+// The moments pipe rank `rank`'s backward passes start beside under `kind` (check()'s
+// at_backward); without a pipe axis (ranks 1) one microbatch, after the earlier
+// microbatches' gradients once there are several. What the memory estimates price.
+std::vector<BackwardMoment> backward_moments(ScheduleKind kind, int ranks, int virtual_stages, int microbatches, int rank);
+
 // The closed form the book gives for the schedule's bubble fraction (zero-bubble: ZB-H1's
 // (p-1)(F+B-W) bubble with F = B = W).
 double predicted_bubble(ScheduleKind kind, int ranks, int virtual_stages, int microbatches);

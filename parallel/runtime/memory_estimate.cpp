@@ -86,13 +86,8 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   }
   // What each backward starts beside (the schedule's simulation of the stage; without a pipe
   // axis one microbatch, after earlier microbatches' gradients once a step has several).
-  const int microbatches = std::max(1, layout.microbatches);
-  std::vector<parallel::BackwardMoment> moments{{.in_flight = 1, .gradients = microbatches > 1}};
-  if (layout.pipe > 1) {
-    moments = parallel::check(parallel::make_pipeline_schedule(layout.schedule, layout.pipe, layout.virtual_stages,
-                                                               microbatches))
-                  .at_backward[stage];
-  }
+  const std::vector<parallel::BackwardMoment> moments = parallel::backward_moments(
+      layout.schedule, layout.pipe, layout.virtual_stages, std::max(1, layout.microbatches), stage);
   if (parse_wire_dtype(run.reduce_dtype, "--reduce-dtype") == DType::kInt8) {
     // A residual per reduction (parallel/data_parallel/error_feedback.h): the whole local
     // gradient once per data axis it is reduced over (an upper bound for reduce_scatters).
@@ -126,8 +121,10 @@ MemoryEstimate estimate_rank_memory(const RunConfig& run, const parallel::Layout
   for (const parallel::BackwardMoment& moment : moments) {
     MemoryEstimate e = m;
     cost::ActivationQuery q = query;
-    q.in_flight = moment.in_flight;
-    q.awaiting_weight = moment.awaiting_weight;
+    // The schedule counts a microbatch once per stage it is in on this rank: interleaved, a
+    // stage holds 1/v of the rank's blocks.
+    q.in_flight = moment.in_flight / static_cast<double>(layout.virtual_stages);
+    q.awaiting_weight = moment.awaiting_weight / static_cast<double>(layout.virtual_stages);
     e.grads_held = moment.gradients;
     e.activation_parts = cost::shardlab_activation_bytes(shape, q);
     e.activations = e.activation_parts.peak();

@@ -11,6 +11,7 @@
 #include "parallel/cost/network/multipod.h"
 #include "parallel/cost/training/cpu_step.h"
 #include "parallel/cost/training/zero_memory.h"
+#include "parallel/pipeline/schedule.h"
 
 namespace shardlab::cost {
 
@@ -277,15 +278,32 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   // 1F1B (and its interleaved and zero-bubble forms) keeps up to p microbatches per stage, GPipe all m.
   const double in_flight = l.schedule == parallel::ScheduleKind::kGPipe ? mb : std::min(mb, pp);
   if (c.shardlab_activations) {  // the first stage's, which keeps the most microbatches
-    const ActivationBytes a = shardlab_activation_bytes(
-        m, {.tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor,
-            .expert = l.expert, .layers = layers_per_stage,
-            .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
-            .embedding = true, .head = l.pipe == 1, .in_flight = in_flight,
-            .matmul_copy_bytes = c.matmul_copy_bytes, .context = l.context,
-            .context_allgather = c.context_comm == ContextComm::kAllGather});
-    s.memory.activations = a.peak();
-    s.memory.peak = shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, mb > 1, a);
+    // Priced as train_gpt's estimate prices it (parallel/runtime/memory_estimate.h): at each
+    // moment the stage's schedule starts a backward, the largest.
+    ActivationQuery q{
+        .tokens = mb_tokens_chip, .sequence = m.context, .remat = c.remat, .tensor = l.tensor, .expert = l.expert,
+        .layers = layers_per_stage,
+        .moe_layers = layers_per_stage * static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers),
+        .embedding = true, .head = l.pipe == 1, .matmul_copy_bytes = c.matmul_copy_bytes,
+        .deferred_weight_gradients = l.pipe > 1 && l.schedule == parallel::ScheduleKind::kZeroBubble,
+        .context = l.context, .context_allgather = c.context_comm == ContextComm::kAllGather};
+    std::vector<parallel::BackwardMoment> moments{{.in_flight = static_cast<int>(in_flight), .gradients = mb > 1}};
+    try {
+      moments = parallel::backward_moments(l.schedule, l.pipe, l.virtual_stages, l.microbatches, 0);
+    } catch (const UserError&) {  // a schedule train_gpt refuses (the planner says so apart): the bound
+    }
+    s.memory.peak = 0;
+    for (const parallel::BackwardMoment& moment : moments) {
+      q.in_flight = moment.in_flight / static_cast<double>(l.virtual_stages);  // per stage: 1/v of the rank's blocks
+      q.awaiting_weight = moment.awaiting_weight / static_cast<double>(l.virtual_stages);
+      const ActivationBytes a = shardlab_activation_bytes(m, q);
+      const double peak =
+          shardlab_peak_bytes(s.memory.params + s.memory.optimizer, s.memory.grads, moment.gradients, a);
+      if (peak > s.memory.peak) {
+        s.memory.peak = peak;
+        s.memory.activations = a.peak();
+      }
+    }
   } else {
     s.memory.activations = activation_bytes(mb_tokens_chip * in_flight, 1,
                                             saved_activations_per_token_layer(m, c.remat) / t, c.precision.activations) *
