@@ -4,8 +4,9 @@
 // K value heads (the output of one fused projection). Query head n attends with kv head
 // n / (N / K). Output y[B, T, N * H] is already in the layout the output projection
 // reads, so no transposes are materialised. The [T, T] probabilities are kept for
-// backward as the P V matmul reads them (bf16 under oneDNN's bf16 kernels); they are computed in blocks of query rows so that scores above the diagonal
-// block are never computed (at T = 256 that saves about 40% of the attention FLOPs).
+// backward as the P V matmul reads them (bf16 under oneDNN's bf16 kernels); they are
+// computed in blocks of query rows so that scores above the diagonal block are never
+// computed (at T = 256 that saves about 40% of the attention FLOPs).
 #pragma once
 
 #include "framework/tensor.h"

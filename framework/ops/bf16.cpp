@@ -27,19 +27,12 @@ SHARDLAB_BF16_TARGET inline void convert_32(const float* x, uint16_t* o) {
   }
 }
 
-// x[0, n) by the instruction, 32 at a time, and the rest by the formula.
-SHARDLAB_BF16_TARGET void convert_run(const float* x, uint16_t* o, int64_t n) {
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) convert_32(x + i, o + i);
-  for (; i < n; ++i) o[i] = to_bf16(x[i]).bits;
-}
-
 SHARDLAB_BF16_TARGET void to_bf16_instructions(const float* in, Bf16* out, int64_t n) {
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
   const int64_t blocks = n / 32;
 #pragma omp parallel for if (n > kParallelAbove) schedule(static)
   for (int64_t b = 0; b < blocks; ++b) convert_32(in + b * 32, o + b * 32);
-  convert_run(in + blocks * 32, o + blocks * 32, n - blocks * 32);
+  for (int64_t i = blocks * 32; i < n; ++i) o[i] = to_bf16(in[i]).bits;  // the last n % 32
 }
 
 bool has_bf16_instructions() {

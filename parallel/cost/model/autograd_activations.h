@@ -33,8 +33,10 @@
 //   The fused head (framework/ops/linear_cross_entropy.h) keeps none of those three: one
 //   chunk of logits while it runs (and its bf16 copy), the input's gradient (D) and the
 //   weight's ([V/t, D], filled chunk by chunk).
-// - Backward peaks either as it starts (the head's tensors) or in a block's MLP: the last
-//   block's first, on top of every kept tensor (without remat), or the recomputed block's.
+// - Backward peaks either as it starts (the head's tensors) or inside a block -- the last
+//   block's first, on top of every kept tensor (without remat), or the recomputed block's --
+//   where that block's backward holds the most: its MLP, attention's dQKV and scores
+//   gradient, an MoE block's experts (per capacity slot), or a context axis's K/V ring.
 //   Under bf16 a matmul's backward also converts the output gradient it multiplies while
 //   it runs (its input is kept converted), and a zero-bubble schedule's deferred weight
 //   gradients convert the fused Q/K/V projection's output gradient again.
@@ -43,8 +45,10 @@
 //   that block's own backward transient (the MLP hidden activations' gradients, 2 F).
 // - A pipeline stage keeps the activations of every microbatch in flight (1F1B: up to
 //   pipe - stage of them); only the first stage embeds and only the last holds the head.
-//   The gradients count beside all of them (grads_held): an upper bound for the stage's
-//   first backward, which starts before any gradient exists.
+//   Callers price each moment the stage's schedule starts a backward at
+//   (parallel::backward_moments): `in_flight`, the zero-bubble weight passes still waiting
+//   (`awaiting_weight`), and the gradients only once one exists (shardlab_peak_bytes'
+//   grads_held) -- a stage's first backward starts before any does.
 // - The embedding's own rows (GPT's tokens before the positions are added, a
 //   vocabulary-parallel embedding's partial sum) stay alive through backward where one
 //   stage embeds and holds the head, not on a pipeline's first stage.
