@@ -8,7 +8,7 @@ mpiexec=("$@")
 export OMP_NUM_THREADS=1
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 common=(--model gpt-tiny --heads 4 --kv-heads 4 --context 32 --batch 8 --steps 2 --warmup 1 --eval-every 0
-        --eval-batches 1 --eval-problems 0 --log-every 1 --threads 1 --metrics "")
+        --eval-batches 1 --eval-problems 0 --log-every 1 --threads 1 --probe=false --metrics "")
 "$train" "${common[@]}" --ckpt-dir "$dir/one" --dump-grads "$dir/one.h5" > "$dir/one.log"
 grep -q "gradients of this step .* written to $dir/one.h5" "$dir/one.log" || { echo "FAIL: no report"; cat "$dir/one.log"; exit 1; }
 for layout in "--mesh data=2" "--mesh data=2 --zero 3" "--mesh tensor=2" "--mesh pipe=2 --grad-accum 2" \

@@ -19,7 +19,7 @@ train=$1 compare=$2; shift 2
 mpiexec=("$@")
 source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, rank_pid, checkpoints
 common=(--model gpt-tiny --batch 4 --seq-len 16 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1
-        --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
+        --eval-problems 0 --log-every 100 --threads 1 --probe=false --ckpt-every 1)
 
 run() {  # run NAME RANKS ARGS...: a run to the end, $dir/NAME (checkpoints) and $dir/NAME.jsonl
   local name=$1 n=$2; shift 2

@@ -21,7 +21,7 @@ tmpfs() {  # tmpfs DIR SIZE: a fresh tmpfs of SIZE at DIR
 }
 tmpfs "$dir/probe" 4k || { echo "cannot mount a tmpfs here (needs root): skipped"; exit 77; }
 common=(--model gpt-tiny --steps 4 --warmup 0 --eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 100
-        --threads 1 --ckpt-every 2)
+        --threads 1 --probe=false --ckpt-every 2)
 
 clean_error() {  # clean_error NAME OUT RC PATTERN: exit 1, one message matching PATTERN, no crash
   local name=$1 out=$2 rc=$3 pattern=$4

@@ -20,7 +20,7 @@ trials=${TRIALS:-5}
 source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, tagged_pids, rank_pid
 trap 'pkill -9 -f "$dir" 2> /dev/null; rm -rf "$dir"' EXIT
 common=(--model gpt-small --batch 4 --seq-len 32 --steps 40 --warmup 1 --eval-every 0 --eval-batches 1
-        --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
+        --eval-problems 0 --log-every 100 --threads 1 --probe=false --ckpt-every 1)
 RANDOM=7
 
 kill_during_writes() {  # kill_during_writes NAME RANKS ARGS...

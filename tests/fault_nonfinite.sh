@@ -15,7 +15,7 @@ train=$1; shift
 mpiexec=("$@")
 source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, checkpoints
 common=(--model gpt-tiny --batch 8 --steps 8 --warmup 0 --eval-every 0 --eval-batches 1 --eval-problems 0
-        --log-every 100 --threads 1 --ckpt-every 2)
+        --log-every 100 --threads 1 --probe=false --ckpt-every 2)
 
 diverge() {  # diverge NAME RANKS ARGS...: --lr 1e4 until the loss is non-finite
   local name=$1 n=$2; shift 2

@@ -17,7 +17,7 @@ train=$1; shift
 mpiexec=("$@")
 source "$(dirname "$0")/fault_common.sh"  # dir; fail, losses, rank_pid
 common=(--model gpt-small --batch 4 --seq-len 32 --steps 16 --warmup 1 --eval-every 0 --eval-batches 1
-        --eval-problems 0 --log-every 100 --threads 1 --ckpt-every 1)
+        --eval-problems 0 --log-every 100 --threads 1 --probe=false --ckpt-every 1)
 RANDOM=11
 
 reference() {  # reference NAME RANKS ARGS...: the uninterrupted run, $dir/NAME.jsonl

@@ -15,7 +15,7 @@ repo=$1; train=$2
 source "$(dirname "$0")/netns_hosts.sh"
 netns_hosts_up 1
 
-common=(--model gpt-tiny --batch 8 --steps 1200 --log-every 100 --eval-every 0 --eval-problems 0 --threads 1
+common=(--model gpt-tiny --batch 8 --steps 1200 --log-every 100 --eval-every 0 --eval-problems 0 --threads 1 --probe=false
         --ckpt-every 100)
 ( RUN_OPTIONS="--max-restarts 1" on_hosts 2 self,tcp "$train" "${common[@]}" --mesh data=2 --ckpt-dir "$dir/ckpt" \
     --metrics "$dir/job.jsonl" > "$dir/job.out" 2> "$dir/job.err" && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &

@@ -11,7 +11,7 @@ pairs=${PAIRS:-20} seed=${SEED:-1}
 mpiexec=("$@")
 source "$(dirname "$0")/matrix_common.sh"  # dir; model_flags, losses, meshes, ranks_of, models_of, zeros_of
 common=(--batch 16 --grad-accum 2 --steps 6 --warmup 1 --eval-every 0 --eval-batches 1 --eval-problems 0
-        --log-every 100 --threads 1 --ckpt-every 3)
+        --log-every 100 --threads 1 --probe=false --ckpt-every 3)
 mapfile -t all < <(meshes)
 RANDOM=$seed
 pick() {  # pick MODEL: sets mesh and zero to a layout for MODEL chosen at random (no subshell,

@@ -10,7 +10,7 @@ train=$1; shift
 mpiexec=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --steps 30 --log-every 5 --eval-every 0 --eval-problems 0
+common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --probe=false --steps 30 --log-every 5 --eval-every 0 --eval-problems 0
         --metrics "" --ckpt-every 0 --ckpt-dir "$dir")
 losses() { sed -n 's/^step .*| loss \([0-9.]*\) .*/\1/p' "$1"; }
 run() {  # NAME FLAGS...

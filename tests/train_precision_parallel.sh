@@ -18,7 +18,7 @@ export SHARDLAB_BF16_MATMUL=native
 train=$1 compare=$2; shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --eval-every 0 --eval-batches 1
+common=(--model gpt-tiny --batch 8 --mesh data=2 --threads 1 --probe=false --eval-every 0 --eval-batches 1
         --eval-problems 0 --metrics "" --ckpt-dir "$dir")
 # bytes FILE OP: rank 0's traced bytes of OP in a Chrome trace.
 bytes() { grep -o "\"name\":\"$2\",[^}]*\"pid\":0,[^}]*\"bytes\":[0-9]*" "$1" | grep -o '"bytes":[0-9]*$' | cut -d: -f2 | awk '{s += $1} END {print s + 0}'; }

@@ -6,7 +6,7 @@ train=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 common=(--model gpt-tiny --context 32 --batch 4 --steps 8 --warmup 2 --eval-every 0 --eval-batches 1
-        --eval-problems 0 --log-every 4 --threads 1)
+        --eval-problems 0 --log-every 4 --threads 1 --probe=false)
 "$train" "${common[@]}" --metrics "$dir/full.jsonl" --ckpt-dir "$dir/full" > /dev/null
 "$train" "${common[@]}" --metrics "$dir/part.jsonl" --ckpt-dir "$dir/part" --ckpt-every 3 > /dev/null
 # Resume from step 3 (not the final checkpoint) and overwrite the rest of the run.

@@ -7,7 +7,7 @@ set -euo pipefail
 train=$1
 source "$(dirname "$0")/matrix_common.sh"  # dir; losses, steps
 common=(--model gpt-tiny --steps 6 --warmup 2 --eval-every 0 --eval-batches 1 --eval-problems 0 --log-every 1
-        --threads 1 --metrics "$dir/metrics.jsonl" --ckpt-dir "$dir/ckpt" --ckpt-every 3)
+        --threads 1 --probe=false --metrics "$dir/metrics.jsonl" --ckpt-dir "$dir/ckpt" --ckpt-every 3)
 "$train" "${common[@]}" > /dev/null
 cp "$dir/metrics.jsonl" "$dir/uninterrupted.jsonl"
 head -c 1000 "$dir/ckpt/ckpt_000006.h5" > "$dir/ckpt/damaged" && mv "$dir/ckpt/damaged" "$dir/ckpt/ckpt_000006.h5"

@@ -29,7 +29,7 @@ for i, n in enumerate([200, 150, 130]): shard("train_%03d.bin" % i, n)
 shard("val_000.bin", 300)
 PY
 common=(--model gpt-tiny --heads 4 --kv-heads 4 --vocab 300 --context 32 --batch 4 --steps 10 --warmup 2
-        --eval-every 0 --eval-batches 1 --log-every 100 --threads 1 --data "$dir/train_*.bin" --val-data "$dir/val_000.bin")
+        --eval-every 0 --eval-batches 1 --log-every 100 --threads 1 --probe=false --data "$dir/train_*.bin" --val-data "$dir/val_000.bin")
 run() {  # run NAME RANKS ARGS...: trains; metrics in $dir/NAME.jsonl
   local name=$1 ranks=$2; shift 2
   local launch=("$train")

@@ -191,6 +191,9 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
        cxxopts::value<double>()->default_value("1"))
       ("trace", "write a Chrome/Perfetto trace of every collective to this JSON file",
        cxxopts::value<std::string>()->default_value(""))
+      ("probe", "at start-up, measure the peak FLOP/s on every rank (for MFU) and time a stand-in of this rank's "
+       "share of the model (for the predicted step); --probe=false starts sooner (0.1-0.5 s) and prints neither",
+       cxxopts::value<bool>()->default_value("true"))
       ("dry-run", "plan one step's collectives from the layout alone, check every rank agrees, print the plan "
        "with predicted times, and exit (nothing is allocated or trained)");
 
@@ -310,6 +313,7 @@ RunConfig parse_run_config(int argc_given, const char* const* argv_given) {
   r.collective_timeout = p["collective-timeout"].as<double>();
   r.trace = p["trace"].as<std::string>();
   r.dry_run = p.count("dry-run") > 0;
+  r.probe = p["probe"].as<bool>();
   r.validate();
   return r;
 }

@@ -83,12 +83,13 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
   // development machine, and 0.3 s less start-up for every run (the test suite starts
   // hundreds).
   // The bf16 loop only where MFU divides by it (bf16 compute): an fp32 run starts 50 ms sooner.
+  // --probe=false: no peak, so no MFU (every rank has the same flags: none measures).
   constexpr double kPeakSeconds = 0.05;
   const bool bf16 = parallel.precision().compute == DType::kBF16;
   std::array<float, 2> peaks{
-      static_cast<float>(measure_peak_flops(omp_get_max_threads(), kPeakSeconds)),
-      bf16 ? static_cast<float>(measure_peak_bf16_flops(omp_get_max_threads(), kPeakSeconds)) : 0.0f};
-  parallel::all_reduce(mesh.all(), peaks);
+      run.probe ? static_cast<float>(measure_peak_flops(omp_get_max_threads(), kPeakSeconds)) : 0.0f,
+      run.probe && bf16 ? static_cast<float>(measure_peak_bf16_flops(omp_get_max_threads(), kPeakSeconds)) : 0.0f};
+  if (run.probe) parallel::all_reduce(mesh.all(), peaks);
   fp32_peak_flops_ = peaks[0];
   bf16_peak_flops_ = peaks[1];
   peak_flops_ = mfu_denominator(bf16, fp32_peak_flops_, bf16_peak_flops_);
@@ -98,10 +99,11 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
 
   // Prediction: compute from the cost model on the calibrated local profile, communication
   // from this layout's own plan of collectives on the mesh's (emulated) links, overlapped.
-  bool calibrated = cost::hardware("local").calibrated;
-  std::string no_prediction = "the local hardware profile is not calibrated; run `shardlab-plan calibrate`";
+  bool calibrated = run.probe && cost::hardware("local").calibrated;
+  std::string no_prediction = run.probe ? "the local hardware profile is not calibrated; run `shardlab-plan calibrate`"
+                                        : "--probe=false";
   double compute = 0.0;
-  const ComputeProbe probe = probe_compute(run, mesh);  // collective: every rank
+  const ComputeProbe probe = run.probe ? probe_compute(run, mesh) : ComputeProbe{};  // collective: every rank
   MemoryTracker::reset_peaks();  // from here on: the layout's own footprint (the probe's stand-in is gone)
   try {
     if (calibrated) compute = predict_compute_seconds(run, mesh, &probe, pipeline_);
@@ -168,10 +170,14 @@ RunReport::RunReport(const RunConfig& run, const parallel::Mesh& mesh, const par
               static_cast<long long>(run.batch), static_cast<long long>(run.sequence_length()),
               static_cast<long long>(run.batch / axes.batch->size()), run.grad_accum, omp_get_max_threads());
   std::printf("dtype   %s\n", parallel.precision().describe().c_str());
-  std::printf("peak    %.1f GFLOP/s fp32 (FMA loop on every rank, summed)", fp32_peak_flops_ / 1e9);
-  if (bf16_peak_flops_ > 0) std::printf(", %.1f GFLOP/s bf16 (vdpbf16ps loop)", bf16_peak_flops_ / 1e9);
-  std::printf(" | MFU below of the %s peak | %.2f MFLOP per token\n", peak_flops_ == bf16_peak_flops_ ? "bf16" : "fp32",
-              flops_per_token_ / 1e6);
+  if (peak_flops_ > 0) {
+    std::printf("peak    %.1f GFLOP/s fp32 (FMA loop on every rank, summed)", fp32_peak_flops_ / 1e9);
+    if (bf16_peak_flops_ > 0) std::printf(", %.1f GFLOP/s bf16 (vdpbf16ps loop)", bf16_peak_flops_ / 1e9);
+    std::printf(" | MFU below of the %s peak", peak_flops_ == bf16_peak_flops_ ? "bf16" : "fp32");
+  } else {
+    std::printf("peak    not measured (--probe=false): no MFU");
+  }
+  std::printf(" | %.2f MFLOP per token\n", flops_per_token_ / 1e6);
   if (calibrated) {
     std::printf("predict %.1f ms per step: compute %.1f ms (%s, timed now)", predicted_step_ * 1e3, compute * 1e3,
                 probe.describe().c_str());
@@ -243,7 +249,8 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   step_sum_ += seconds;
   comm_sum_ += exposed_comm;
   ++window_;
-  const double tokens_per_s = tokens_per_step_ / seconds, mfu = tokens_per_s * flops_per_token_ / peak_flops_;
+  const double tokens_per_s = tokens_per_step_ / seconds;
+  const double mfu = peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0.0;
   metrics.add("step", double(step));
   metrics.add("loss", loss);
   metrics.add("lr", lr);
@@ -272,7 +279,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     bubble_sum_ += pipeline_->bubble();
   }
   metrics.add("tokens_per_s", tokens_per_s);
-  metrics.add("mfu", mfu);
+  if (peak_flops_ > 0) metrics.add("mfu", mfu);
   if (predicted_step_ > 0) metrics.add("step_predicted_s", predicted_step_);
   if (context_ && step == run_.steps) gather_context_times(step - first_step_);
   if (step == 1) {  // the first step has allocated everything a step needs
@@ -285,12 +292,14 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   const double eta = elapsed_ / double(step - first_step_) * double(run_.steps - step);
   // Every figure on the line is over the same window: the steps since the last line.
   const double window_tokens_per_s = tokens_per_step_ * window_ / step_sum_;
-  const double window_mfu = window_tokens_per_s * flops_per_token_ / peak_flops_;
-  std::printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tokens/s | MFU %4.1f%%%s | compute %.1f ms + "
-              "exposed comm (%s) %.1f ms",
-              static_cast<long long>(step), static_cast<long long>(run_.steps), loss, lr, grad_norm, window_tokens_per_s,
-              100.0 * window_mfu, window_mfu > 1.0 ? " (of a start-up peak measured under load)" : "",
-              1e3 * compute_sum_ / window_, data_axes_.c_str(), 1e3 * comm_sum_ / window_);
+  std::printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tokens/s", static_cast<long long>(step),
+              static_cast<long long>(run_.steps), loss, lr, grad_norm, window_tokens_per_s);
+  if (peak_flops_ > 0) {
+    const double window_mfu = window_tokens_per_s * flops_per_token_ / peak_flops_;
+    std::printf(" | MFU %4.1f%%%s", 100.0 * window_mfu, window_mfu > 1.0 ? " (of a start-up peak measured under load)" : "");
+  }
+  std::printf(" | compute %.1f ms + exposed comm (%s) %.1f ms", 1e3 * compute_sum_ / window_, data_axes_.c_str(),
+              1e3 * comm_sum_ / window_);
   for (BlockingAxis& a : blocking_) {
     std::printf(a.name == parallel::kContextAxis ? " + comm (%s) waits %.1f ms (of %.1f ms planned)"
                                                  : " + comm (%s) %.1f ms (predicted %.1f ms)",

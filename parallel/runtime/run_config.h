@@ -77,6 +77,9 @@ struct RunConfig {
   double collective_timeout = 0;  // seconds a rank may wait in one collective; 0: automatic
   std::string trace;  // Chrome trace JSON of every collective, "" for none
   bool dry_run = false;  // plan and check one step's collectives, then exit
+  // Measure the peak FLOP/s (for MFU) and time a stand-in of the layout (for the predicted
+  // step) at start-up; off, a run starts sooner and prints neither.
+  bool probe = true;
 
   bool help = false;
   std::string help_text;
