@@ -60,7 +60,7 @@ int train(int argc, char** argv) {
   layout.validate(run.layout_checks(), parallel::Comm::borrowed(MPI_COMM_WORLD).size());
   if (!run.dry_run) runtime::check_fits_in_memory(run, layout);
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
-  if (!run.dry_run) runtime::prepare_output_paths(run, mesh.rank() == 0);
+  if (!run.dry_run) runtime::prepare_output_paths(run, mesh.comm());
   runtime::ensure_local_profile(mesh, stdout);  // predictions need this machine measured
   parallel::configure_link_emulation(mesh, run.link_profile, run.link_mode, run.link_scale);
   mesh.context().watchdog.set_timeout(run.watchdog_timeout(0));

@@ -12,6 +12,7 @@
 #include "framework/data/token_files.h"
 #include "framework/error.h"
 #include "framework/output_path.h"
+#include "parallel/comm/comm.h"
 #include "parallel/data_parallel/sharded_io.h"
 
 namespace shardlab::runtime {
@@ -53,13 +54,24 @@ void remove_interrupted_writes(const std::string& dir) {
 
 }  // namespace
 
-void prepare_output_paths(const RunConfig& run, bool logs) {
-  check_writable_directory(run.ckpt_dir, "--ckpt-dir");
-  if (!logs) return;
-  remove_interrupted_writes(run.ckpt_dir);
-  check_writable_file(run.metrics, "--metrics");
-  check_writable_file(run.trace, "--trace");
-  check_writable_file(run.dump_grads, "--dump-grads");
+void prepare_output_paths(const RunConfig& run, MPI_Comm comm) {
+  int rank = 0;
+  SL_MPI(MPI_Comm_rank(comm, &rank));
+  std::string error;
+  try {
+    check_writable_directory(run.ckpt_dir, "--ckpt-dir");
+    if (rank == 0) {
+      remove_interrupted_writes(run.ckpt_dir);
+      check_writable_file(run.metrics, "--metrics");
+      check_writable_file(run.trace, "--trace");
+      check_writable_file(run.dump_grads, "--dump-grads");
+    }
+  } catch (const UserError& e) {
+    error = e.what();
+  }
+  // Only rank 0 checks the logs: the others would wait for it in their next collective
+  // until the abort (3 s), where this ends every rank with rank 0's message.
+  parallel::raise_agreed_error(comm, error);
 }
 
 std::string resolve_resume(const std::string& resume, const std::string& dir) {

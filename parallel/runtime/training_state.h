@@ -7,6 +7,8 @@
 // the run as if it had never stopped.
 #pragma once
 
+#include <mpi.h>
+
 #include <memory>
 #include <string>
 
@@ -22,10 +24,12 @@ struct TrainState {
   int64_t data_position = 0;  // global batches consumed
 };
 
-// Before the first step: creates the checkpoint directory (on every rank: pipeline stages
-// write into it too) and, where `logs`, checks that the --metrics and --trace files can be
-// written -- a UserError naming the path and the fix now, not after the run's training.
-void prepare_output_paths(const RunConfig& run, bool logs);
+// Before the first step, collective over `comm`: creates the checkpoint directory (on every
+// rank: pipeline stages write into it too) and, on comm's rank 0 (it writes the logs),
+// checks that the --metrics, --trace and --dump-grads files can be written -- a UserError
+// naming the path and the fix now, not after the run's training, thrown on every rank
+// (raise_agreed_error), so the job ends at once with exit 1.
+void prepare_output_paths(const RunConfig& run, MPI_Comm comm);
 
 // The checkpoint --resume names: a path, or "latest" for the newest checkpoint in `dir`
 // that opens as a complete shardlab checkpoint (UserError if there is none).
