@@ -103,23 +103,31 @@ void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t 
   }
 }
 
+namespace {
+
+// Gives p its own storage (counted as parameters); false if it had some already.
+bool allocate(const Parameter& p) {
+  if (p.tensor->has_storage()) return false;
+  MemoryScope scope(MemoryCategory::Parameters);
+  p.tensor->share_storage(std::make_shared<Storage>(p.tensor->numel()), 0);
+  return true;
+}
+
+}  // namespace
+
 void initialize_unallocated(Module& model, uint64_t seed) {
   for (const Parameter& p : model.parameters()) {
-    if (p.tensor->has_storage()) continue;
-    {
-      MemoryScope scope(MemoryCategory::Parameters);
-      p.tensor->share_storage(std::make_shared<Storage>(p.tensor->numel()), 0);
-    }
-    initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
+    if (allocate(p)) initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
   }
+}
+
+void allocate_unallocated(Module& model) {
+  for (const Parameter& p : model.parameters()) allocate(p);
 }
 
 void initialize(Module& model, uint64_t seed) {
   for (const Parameter& p : model.parameters()) {
-    if (!p.tensor->has_storage()) {
-      MemoryScope scope(MemoryCategory::Parameters);
-      p.tensor->share_storage(std::make_shared<Storage>(p.tensor->numel()), 0);
-    }
+    allocate(p);
     initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
   }
 }

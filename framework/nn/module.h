@@ -96,6 +96,10 @@ void initialize(Module& model, uint64_t seed);
 // leaving the others -- a strategy's shards, say -- as they are.
 void initialize_unallocated(Module& model, uint64_t seed);
 
+// Allocates the parameters that have no storage yet without filling them: for values about
+// to be read from a checkpoint (generate), which every parameter's read overwrites.
+void allocate_unallocated(Module& model);
+
 // Elements [begin, end) of p's initial values (row-major, global element indices) into
 // out[0, end - begin): how a sharded layout fills just its slice, bit-identical to the
 // same elements of initialize().
