@@ -83,14 +83,17 @@ for where in $(ls "$tmp"/*.where 2>/dev/null | sort -V); do
     exit 1
   fi
   if [ -f "$tmp/$n.expect" ]; then
-    squeeze() { sed -E 's/[[:space:]]+/ /g; s/^ //; s/ $//'; }
-    while IFS= read -r line; do
-      [ "$line" = "..." ] || [ -z "$line" ] && continue
-      if ! squeeze < "$log" | grep -qxF -- "$(squeeze <<< "$line")"; then
-        echo "FAIL: the output shown after the snippet at $at is stale; this line is no longer printed:"
-        echo "  $line"; echo "the snippet prints:"; sed 's/^/  /' "$log"; exit 1
-      fi
-    done < "$tmp/$n.expect"
+    # One awk for all the lines (a sed and a grep per line was a third of the test's time).
+    stale=$(awk '
+      function squeeze(s) { gsub(/[[:space:]]+/, " ", s); sub(/^ /, "", s); sub(/ $/, "", s); return s }
+      FNR == NR { printed[squeeze($0)] = 1; next }
+      $0 == "..." || $0 == "" { next }
+      !(squeeze($0) in printed) { print; exit }
+    ' "$log" "$tmp/$n.expect")
+    if [ -n "$stale" ]; then
+      echo "FAIL: the output shown after the snippet at $at is stale; this line is no longer printed:"
+      echo "  $stale"; echo "the snippet prints:"; sed 's/^/  /' "$log"; exit 1
+    fi
   fi
   echo "ok $at"
   ran=$((ran + 1))
