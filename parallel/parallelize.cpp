@@ -144,7 +144,7 @@ int64_t pipeline_message_bytes(const nn::ModelConfig& model, const Mesh& mesh, c
 }
 
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
-                                                             const ParallelConfig& config, InferenceWeights weights) {
+                                                             const ParallelConfig& config) {
   if (mesh.splits(kContextAxis)) {
     throw UserError("decoding runs on the tensor axis; the context axis (" +
                     std::to_string(mesh.axis_size(kContextAxis)) + ") is for training -- use --mesh tensor=N");
@@ -157,11 +157,7 @@ std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& mo
   if (mesh.splits(kTensorAxis)) {
     shards = apply_tensor_parallel(model, mesh.axis(kTensorAxis), config.data.seed, tensor_config(config));
   }
-  if (weights == InferenceWeights::kLoadedNext) {
-    nn::allocate_unallocated(model);
-  } else {
-    nn::initialize_unallocated(model, config.data.seed);
-  }
+  nn::initialize_unallocated(model, config.data.seed);
   return shards;
 }
 

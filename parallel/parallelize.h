@@ -54,14 +54,11 @@ ParallelModel parallelize(nn::Transformer& model, const Mesh& mesh, const Parall
 
 // Inference (generate): only the model-parallel strategies, tensor today -- no optimizer,
 // no gradient reduction; the stream's all_reduces carry config.precision.activation.
-// Deferred parameters are allocated (each rank its shards): filled from config.data.seed,
-// or left for the checkpoint read next through the returned shards to fill (kLoadedNext:
-// a model's initialisation costs more than reading it) -- nullptr shards without model
-// parallelism; sharded_io.h's ParamIO takes either.
-enum class InferenceWeights { kFromSeed, kLoadedNext };
+// Deferred parameters are allocated (each rank its shards) and filled from config.data.seed
+// (zeros under nn::WeightsLoadedNext), to be overwritten from a checkpoint through the
+// returned shards (nullptr without model parallelism; sharded_io.h's ParamIO takes either).
 std::shared_ptr<const ModelShards> parallelize_for_inference(nn::Transformer& model, const Mesh& mesh,
-                                                             const ParallelConfig& config,
-                                                             InferenceWeights weights = InferenceWeights::kFromSeed);
+                                                             const ParallelConfig& config);
 
 // The shape of one training step: the global batch and how it is cut.
 struct StepShape {

@@ -273,8 +273,11 @@ int run(int argc, char** argv) {
   // training's do (--activation-dtype auto): half the bytes per decoded token.
   parallel::ParallelConfig inference;
   inference.precision.activation = compute;
-  runtime::load_weights(path, model, config,
-                        parallel::parallelize_for_inference(model, mesh, inference, parallel::InferenceWeights::kLoadedNext));
+  const auto shards = [&] {
+    const nn::WeightsLoadedNext loading;  // read next: seeding them first cost more than the read
+    return parallel::parallelize_for_inference(model, mesh, inference);
+  }();
+  runtime::load_weights(path, model, config, shards);
   // Collective under bf16: every rank multiplies the same way. Nothing is reduced here.
   PrecisionPolicy asked;
   asked.compute = asked.gather = asked.activation = compute;

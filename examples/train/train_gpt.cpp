@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "examples/train/run_flags.h"
 #include "examples/train/run_report.h"
@@ -82,12 +83,16 @@ int train(int argc, char** argv) {
   parallel::check_plan_agreement(mesh, plan);
   parallel::ParallelConfig config = run.parallel();
   config.precision = runtime::choose_precision(run, mesh);  // collective under bf16: the matmul path all ranks take
-  const parallel::ParallelModel parallel_model = parallel::parallelize(model, mesh, config);
+  const std::string resume = run.resume.empty() ? "" : runtime::resolve_resume(run.resume, run.ckpt_dir);
+  const parallel::ParallelModel parallel_model = [&] {
+    std::optional<nn::WeightsLoadedNext> loading;  // a resume reads every weight: no seeding first
+    if (!resume.empty()) loading.emplace();
+    return parallel::parallelize(model, mesh, config);
+  }();
   // Built outside the strategy, over the parameter elements this rank updates.
   const auto optimizer = optim::make_optimizer(run.optimizer_config(), parallel_model.parameters());
   const optim::WarmupCosine schedule(run.lr, run.min_lr, run.warmup_steps(), run.steps);
   runtime::TrainState state;
-  const std::string resume = run.resume.empty() ? "" : runtime::resolve_resume(run.resume, run.ckpt_dir);
   if (!resume.empty()) {
     runtime::check_data_order(resume, run);  // position, seed and shuffle: the whole data order
     state = runtime::load_checkpoint(resume, parallel_model, *optimizer, run.model);

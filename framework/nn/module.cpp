@@ -10,11 +10,14 @@ namespace shardlab::nn {
 namespace {
 
 thread_local bool deferring = false;
+thread_local bool loading_next = false;
 
 }  // namespace
 
 DeferParameters::DeferParameters() : outer_(deferring) { deferring = true; }
 DeferParameters::~DeferParameters() { deferring = outer_; }
+WeightsLoadedNext::WeightsLoadedNext() : outer_(loading_next) { loading_next = true; }
+WeightsLoadedNext::~WeightsLoadedNext() { loading_next = outer_; }
 
 Tensor& Module::add_parameter(Tensor& slot, const std::string& name, const Shape& shape, Init init, bool decay) {
   if (deferring) {
@@ -89,6 +92,7 @@ int64_t Module::num_parameters() {
 
 void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t end, float* out) {
   SL_ASSERT(0 <= begin && begin <= end && end <= p.tensor->numel(), "initialize_range out of " + p.name);
+  if (loading_next) return std::fill(out, out + (end - begin), 0.0f);
   switch (p.init.kind) {
     case Init::Normal: {
       const Rng rng(seed);
@@ -119,10 +123,6 @@ void initialize_unallocated(Module& model, uint64_t seed) {
   for (const Parameter& p : model.parameters()) {
     if (allocate(p)) initialize_range(p, seed, 0, p.tensor->numel(), p.tensor->data());
   }
-}
-
-void allocate_unallocated(Module& model) {
-  for (const Parameter& p : model.parameters()) allocate(p);
 }
 
 void initialize(Module& model, uint64_t seed) {

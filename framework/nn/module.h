@@ -96,10 +96,6 @@ void initialize(Module& model, uint64_t seed);
 // leaving the others -- a strategy's shards, say -- as they are.
 void initialize_unallocated(Module& model, uint64_t seed);
 
-// Allocates the parameters that have no storage yet without filling them: for values about
-// to be read from a checkpoint (generate), which every parameter's read overwrites.
-void allocate_unallocated(Module& model);
-
 // Elements [begin, end) of p's initial values (row-major, global element indices) into
 // out[0, end - begin): how a sharded layout fills just its slice, bit-identical to the
 // same elements of initialize().
@@ -117,6 +113,24 @@ class DeferParameters {
   ~DeferParameters();
   DeferParameters(const DeferParameters&) = delete;
   DeferParameters& operator=(const DeferParameters&) = delete;
+
+ private:
+  bool outer_;
+};
+
+// While one is alive on this thread, initialize_range() -- through which initialize(),
+// initialize_unallocated() and every sharding strategy fill a parameter -- writes zeros
+// instead of the initialisers' values: for weights about to be read from a checkpoint (a
+// resume, generate), a read that overwrites every parameter. Seeding costs seconds at
+// GPT-2's size (a normal sample per weight); zeros cost a memset.
+//
+//   { nn::WeightsLoadedNext loading; parallelize(model, mesh, config); }  load_checkpoint(...);
+class WeightsLoadedNext {
+ public:
+  WeightsLoadedNext();
+  ~WeightsLoadedNext();
+  WeightsLoadedNext(const WeightsLoadedNext&) = delete;
+  WeightsLoadedNext& operator=(const WeightsLoadedNext&) = delete;
 
  private:
   bool outer_;
