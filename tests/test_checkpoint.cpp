@@ -2,6 +2,8 @@
 // UserError (never a crash) for every kind of bad file.
 #include <doctest/doctest.h>
 #include <hdf5.h>
+#include <omp.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <cmath>
@@ -327,6 +329,34 @@ TEST_CASE("any damaged byte gives a UserError or the exact stored values, never 
   }
   // The seal covers every byte: none reaches HDF5 damaged.
   CHECK(refused == static_cast<int>((bytes.size() + 16) / 17));
+}
+
+TEST_CASE("the seal's CRC, taken by threads in pieces, is one pass of zlib's CRC-32; a damaged piece breaks it") {
+  TempDir dir;
+  const std::string path = dir.file("sealed.bin");
+  // 50 MiB after the header: three pieces of 16 MiB or more, on three threads.
+  std::string bytes(kSealBytes + (size_t{50} << 20), '\0');
+  uint32_t x = 12345;
+  for (size_t i = kSealBytes; i < bytes.size(); ++i) bytes[i] = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  std::ofstream(path, std::ios::binary) << bytes;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  seal_file(path);
+  omp_set_num_threads(threads);
+  std::ifstream in(path, std::ios::binary);
+  const std::string sealed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t stored = 0;
+  std::memcpy(&stored, sealed.data() + 24, 8);
+  const uLong one_pass = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(sealed.data() + 32),
+                               static_cast<uInt>(sealed.size() - 32));
+  CHECK(stored == one_pass);
+  CHECK(check_seal(path).state == SealCheck::kSealed);
+  for (const size_t at : {sealed.size() / 2, sealed.size() - 1}) {  // in the second piece, and the last byte
+    std::string damaged = sealed;
+    damaged[at] ^= 0x01;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+    CHECK_MESSAGE(check_seal(path).state == SealCheck::kBroken, "byte " << at);
+  }
 }
 
 TEST_CASE("an HDF5 file without a seal is refused before HDF5 walks it, even one laid out as a checkpoint") {
