@@ -75,6 +75,7 @@ class Reader {
   explicit Reader(std::span<const uint8_t> in) : in_(in) {}
   void raw(void* p, size_t n) {
     if (n > in_.size() - at_) throw UserError("a checkpoint recording ends early: not a serialized recording");
+    if (n == 0) return;  // an empty span's data() may be null, which memcpy may not be given
     std::memcpy(p, in_.data() + at_, n);
     at_ += n;
   }
