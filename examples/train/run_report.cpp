@@ -250,7 +250,6 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
   comm_sum_ += exposed_comm;
   ++window_;
   const double tokens_per_s = tokens_per_step_ / seconds;
-  const double mfu = peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0.0;
   metrics.add("step", double(step));
   metrics.add("loss", loss);
   metrics.add("lr", lr);
@@ -279,7 +278,7 @@ void RunReport::step(int64_t step, double loss, double lr, double grad_norm, dou
     bubble_sum_ += pipeline_->bubble();
   }
   metrics.add("tokens_per_s", tokens_per_s);
-  if (peak_flops_ > 0) metrics.add("mfu", mfu);
+  if (peak_flops_ > 0) metrics.add("mfu", tokens_per_s * flops_per_token_ / peak_flops_);
   if (predicted_step_ > 0) metrics.add("step_predicted_s", predicted_step_);
   if (context_ && step == run_.steps) gather_context_times(step - first_step_);
   if (step == 1) {  // the first step has allocated everything a step needs
