@@ -20,6 +20,7 @@
 #include "parallel/runtime/metrics.h"
 #include "framework/nn/transformer.h"
 #include "framework/peak.h"
+#include "framework/ops/matmul.h"
 #include "framework/precision.h"
 #include "optim/adamw.h"
 
@@ -45,12 +46,17 @@ int main(int argc, char** argv) {
       "precision", "fp32 or bf16 (bf16 matmul operands, fp32 accumulation, master weights and AdamW)",
       cxxopts::value<std::string>()->default_value("fp32"))(
       "bf16-matmul", "bf16 matmul kernels: auto (measured), native or rounded", cxxopts::value<std::string>()->default_value("auto"))(
+      "matmul-split", "on: large matmuls split over the threads by shardlab; off: oneDNN partitions them (framework/ops/matmul.h)",
+      cxxopts::value<std::string>()->default_value("on"))(
       "peak-gflops", "FP32 peak for MFU (default 149.5 per thread, as the PyTorch script)",
       cxxopts::value<double>()->default_value("0"))("h,help", "help");
   auto a = o.parse(argc, argv);
   if (a.count("help")) return std::printf("%s\n", o.help().c_str()), 0;
   const int threads = a["threads"].as<int>();
   omp_set_num_threads(threads);
+  const std::string split = a["matmul-split"].as<std::string>();
+  if (split != "on" && split != "off") return std::fprintf(stderr, "--matmul-split %s: use on or off\n", split.c_str()), 2;
+  set_matmul_thread_split(split == "on");
   PrecisionPolicy policy;
   policy.compute = policy.gather = policy.activation = parse_dtype(a["precision"].as<std::string>(), "--precision");
   if (policy.compute == DType::kBF16) {
@@ -126,6 +132,8 @@ int main(int argc, char** argv) {
   std::printf("cpu    step %8.1f ms of CPU time over %d thread(s) (min; at 1 thread: the step's work without time-sharing)\n",
               best(cpu) * 1e3, threads);
   std::printf("dtype  %s\n", policy.describe().c_str());
+  std::printf("split  %s: %lld matmuls split over the threads\n", split.c_str(),
+              static_cast<long long>(thread_split_matmuls()));
   std::printf("final loss %.4f\n", loss_value);
   return 0;
 }

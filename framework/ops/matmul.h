@@ -1,7 +1,7 @@
 // Matrix multiplication through oneDNN's matmul primitive.
 //
-// `matmul_raw` is the kernel every matmul-shaped op uses: C = alpha * op(A) * op(B)
-// (+ bias) (+ beta * C), where each operand is a strided view of up to four dims (two
+// `matmul_raw` is the kernel every matmul-shaped op uses: C = alpha * (op(A) * op(B)
+// (+ bias)) (+ C), where each operand is a strided view of up to four dims (two
 // leading batch dims, then rows and columns). Strides let callers read transposes and
 // heads straight out of a fused [B, T, 3, N, H] buffer without copying. Primitives are
 // created once per (shapes, strides, flags) and cached; creating one costs far more
@@ -85,6 +85,16 @@ void matmul_raw(const MatmulOperand& a, int64_t a_offset, const MatView& av, con
 
 // Number of oneDNN matmul primitives created so far (cache misses).
 int64_t matmul_primitives_created();
+
+// Thread split. With more than one OpenMP thread, a 2-d matmul (no batch dims) with at least
+// 256 rows or 256 reduction steps per thread runs as one oneDNN call per thread on its own
+// share: a block of C's rows, or, where the reduction is longer than C has rows (a weight
+// gradient), a slice of the reduction whose partial products are added in thread order.
+// Results equal the single call's within fp32 rounding (bitwise on integer-valued data).
+// On by default; off leaves the partition to oneDNN (bench_train_step --matmul-split off).
+void set_matmul_thread_split(bool on);
+// Number of matmuls run split so far.
+int64_t thread_split_matmuls();
 
 // Number of ops::linear multiplications so far (linear_with_output does not multiply):
 // shows what rematerialisation recomputes.
