@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       "precision", "fp32 or bf16 (bf16 matmul operands, fp32 accumulation, master weights and AdamW)",
       cxxopts::value<std::string>()->default_value("fp32"))(
       "bf16-matmul", "bf16 matmul kernels: auto (measured), native or rounded", cxxopts::value<std::string>()->default_value("auto"))(
-      "matmul-split", "on: large matmuls split over the threads by shardlab; off: oneDNN partitions them (framework/ops/matmul.h)",
+      "matmul-split", "on: large matmuls split over the threads by shardlab; off: oneDNN partitions them (framework/ops/gemm.h)",
       cxxopts::value<std::string>()->default_value("on"))(
       "peak-gflops", "FP32 peak for MFU (default 149.5 per thread, as the PyTorch script)",
       cxxopts::value<double>()->default_value("0"))("h,help", "help");

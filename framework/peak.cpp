@@ -10,13 +10,13 @@ namespace shardlab {
 namespace {
 
 #if defined(__AVX512F__)
-constexpr int kLanes = 16;
+constexpr int kFmaLanes = 16;
 #elif defined(__AVX__)
-constexpr int kLanes = 8;
+constexpr int kFmaLanes = 8;
 #else
-constexpr int kLanes = 4;
+constexpr int kFmaLanes = 4;
 #endif
-using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+using Vec = float __attribute__((vector_size(kFmaLanes * sizeof(float))));
 constexpr int kChains = 12;  // enough independent FMAs to cover the FMA latency on two ports
 
 // Returns a value depending on every chain so the compiler cannot drop the work.
@@ -30,7 +30,7 @@ float fma_chains(long iterations) {
   }
   float s = 0.0f;
   for (int c = 0; c < kChains; ++c)
-    for (int l = 0; l < kLanes; ++l) s += acc[c][l];
+    for (int l = 0; l < kFmaLanes; ++l) s += acc[c][l];
   return s;
 }
 
@@ -87,7 +87,7 @@ double measure_rate(Chains chains, double flops_per_iteration, int threads, doub
 }  // namespace
 
 double measure_peak_flops(int threads, double seconds) {
-  return measure_rate(fma_chains, 2.0 * kLanes * kChains, threads, seconds);
+  return measure_rate(fma_chains, 2.0 * kFmaLanes * kChains, threads, seconds);
 }
 
 double measure_peak_bf16_flops(int threads, double seconds) {

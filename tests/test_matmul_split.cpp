@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "framework/ops/bf16.h"
-#include "framework/ops/matmul.h"
+#include "framework/ops/gemm.h"
 
 using namespace shardlab;
 
