@@ -100,7 +100,7 @@ TEST_CASE("a matmul split over 2 or 3 threads, by rows or by reduction, equals t
   check_all(3, true);
 }
 
-TEST_CASE("one thread, a batched view, a small matmul or the split switched off run as one oneDNN call") {
+TEST_CASE("one thread, a batched view, a small matmul, large partial products or the split switched off: one oneDNN call") {
   check_all(1, false);
   set_matmul_thread_split(false);
   check_all(2, false);
@@ -112,4 +112,32 @@ TEST_CASE("one thread, a batched view, a small matmul or the split switched off 
   CHECK(run<float>(small, a, b, {}, std::vector<float>(small.m * small.n)) ==
         reference(small, a, b, {}, std::vector<float>(small.m * small.n)));
   CHECK(thread_split_matmuls() == before);
+
+  // Two matrices of 600 x 64 x 64 in one call (a batch dim): not split.
+  const int64_t G = 2, M = 600, D = 64;
+  const std::vector<float> ga = small_integers(G * M * D, 5), gb = small_integers(G * D * D, 6);
+  std::vector<float> gc(G * M * D);
+  const auto view = [G](int64_t r, int64_t c) { return MatView::batched({1, G, r, c}, {G * r * c, r * c, c, 1}); };
+  matmul_raw(ga.data(), view(M, D), gb.data(), view(D, D), gc.data(), view(M, D));
+  CHECK(thread_split_matmuls() == before);
+  for (int64_t g = 0; g < G; ++g) {
+    const Case one{M, D, D, false, false, {}};
+    const std::vector<float> a1(ga.begin() + g * M * D, ga.begin() + (g + 1) * M * D),
+        b1(gb.begin() + g * D * D, gb.begin() + (g + 1) * D * D);
+    CHECK(std::vector<float>(gc.begin() + g * M * D, gc.begin() + (g + 1) * M * D) ==
+          reference(one, a1, b1, {}, std::vector<float>(M * D)));
+  }
+
+  // A reduction split would hold 2 partial products of 1024 x 2304 on 3 threads, 18.9 MiB:
+  // past the 16 MiB bound, oneDNN partitions it. (Zeros: only the path is checked here.)
+  omp_set_num_threads(3);
+  const int64_t R = 1024, N = 2304, K = 4096;
+  const std::vector<float> za(R * K, 0.0f), zb(K * N, 0.0f);
+  std::vector<float> zc(R * N, 1.0f);
+  const int64_t before_large = thread_split_matmuls();
+  matmul_raw(za.data(), MatView::matrix(R, K, K), zb.data(), MatView::matrix(K, N, N), zc.data(),
+             MatView::matrix(R, N, N));
+  CHECK(thread_split_matmuls() == before_large);
+  CHECK(zc[0] == 0.0f);
+  omp_set_num_threads(2);
 }

@@ -137,13 +137,22 @@ enum class Split { kNone, kRows, kReduction };
 std::atomic<bool> g_thread_split{true};
 std::atomic<int64_t> g_split_matmuls{0};
 constexpr int64_t kMinShare = 256;  // rows (or reduction) per thread below which oneDNN partitions
+// A reduction split holds a partial C per thread but the first: beyond this (many threads,
+// a large C) the memory and the summing cost more than the split saves, and oneDNN partitions.
+constexpr int64_t kMaxPartialBytes = int64_t{16} << 20;
 
 Split split_of(const MatView& av, const MatView& cv, int threads) {
-  if (!g_thread_split.load(std::memory_order_relaxed) || threads < 2 || omp_in_parallel() || av.dims[0] * av.dims[1] != 1) return Split::kNone;
+  if (!g_thread_split.load(std::memory_order_relaxed) || threads < 2 || omp_in_parallel() ||
+      av.dims[0] * av.dims[1] != 1) {
+    return Split::kNone;
+  }
   const int64_t rows = cv.rows(), reduction = av.cols();
   if (cv.cols() < 64 || std::min(rows, reduction) < 64) return Split::kNone;
   if (rows >= reduction && rows >= threads * kMinShare) return Split::kRows;
-  if (reduction > rows && reduction >= threads * kMinShare) return Split::kReduction;
+  const int64_t partial_bytes = (threads - 1) * rows * cv.cols() * static_cast<int64_t>(sizeof(float));
+  if (reduction > rows && reduction >= threads * kMinShare && partial_bytes <= kMaxPartialBytes) {
+    return Split::kReduction;
+  }
   return Split::kNone;
 }
 

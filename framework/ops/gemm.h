@@ -49,7 +49,8 @@ int64_t matmul_primitives_created();
 // Thread split. With more than one OpenMP thread, a 2-d matmul (no batch dims) with at least
 // 256 rows or 256 reduction steps per thread runs as one oneDNN call per thread on its own
 // share: a block of C's rows, or, where the reduction is longer than C has rows (a weight
-// gradient), a slice of the reduction whose partial products are added in thread order.
+// gradient), a slice of the reduction whose partial products are added in thread order
+// (while those partial products, one [rows, cols] per thread but the first, fit in 16 MiB).
 // Results equal the single call's within fp32 rounding (bitwise on integer-valued data).
 // On by default; off leaves the partition to oneDNN (bench_train_step --matmul-split off).
 void set_matmul_thread_split(bool on);
