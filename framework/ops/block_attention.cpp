@@ -134,7 +134,8 @@ void OnlineAttention::attend(const std::vector<PositionSpan>& q_spans, const Ten
                 continue;
               }
               float m = max_.data()[stat];
-              for (int64_t j = 0; j < seen; ++j) m = std::max(m, row[j]);
+#pragma omp simd reduction(max : m)
+              for (int64_t j = 0; j < seen; ++j) m = row[j] > m ? row[j] : m;  // vectorises (fast_math.h)
               const float old = max_.data()[stat];
               const float alpha = old == kNoMax ? 0.0f : fast_exp(old - m);
               float z = 0.0f;
