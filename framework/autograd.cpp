@@ -75,14 +75,21 @@ void accumulate_grad(Tensor& target, const Tensor& delta) {
 namespace {
 
 // Adds `grad` to a running sum. Gradients may alias each other (add returns one tensor for
-// both inputs), so a merge writes into a fresh tensor rather than in place.
+// both inputs), so a merge writes the sum into a fresh tensor rather than in place (in one
+// pass: a copy and an add would read and write the running sum twice).
 void merge_into(Tensor& sum, const Tensor& grad) {
   if (!sum.defined()) {
     sum = grad;
     return;
   }
-  Tensor fresh = sum.clone();
-  add_into(fresh, grad);
+  SL_ASSERT(sum.numel() == grad.numel(),
+            "gradient " + shape_str(grad.shape()) + " does not match " + shape_str(sum.shape()));
+  Tensor fresh = Tensor::empty(sum.shape());
+  float* f = fresh.data();
+  const float *a = sum.data(), *d = grad.data();
+  const int64_t n = fresh.numel();
+#pragma omp parallel for simd if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) f[i] = a[i] + d[i];
   sum = fresh;
 }
 
