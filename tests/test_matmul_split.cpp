@@ -100,7 +100,7 @@ TEST_CASE("a matmul split over 2 or 3 threads, by rows or by reduction, equals t
   check_all(3, true);
 }
 
-TEST_CASE("one thread, a batched view, a small matmul, large partial products or the split switched off: one oneDNN call") {
+TEST_CASE("unsplit: one thread, a batched view, a small matmul, large partial products, the switch off") {
   check_all(1, false);
   set_matmul_thread_split(false);
   check_all(2, false);

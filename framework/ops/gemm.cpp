@@ -130,9 +130,10 @@ void execute(const CachedMatmul& m, const void* a, const void* b, float* c, cons
 // over the tokens), a slice of the reduction whose partial products are then added in
 // thread order. oneDNN's own partition of these matmuls over the threads measured slower:
 // gpt-bench's linear layers on 2 threads, 2048 tokens, took 7-11% less time split so
-// (bf16 and fp32 forward and input gradient by rows, the bf16 weight gradients by reduction);
-// `bench_train_step --matmul-split off` measures the step without it. Inside a thread oneDNN runs single-threaded (it does not
-// nest OpenMP), so every call gets its own scratchpad and stream (execute).
+// (bf16 and fp32 forward and input gradient by rows, the bf16 weight gradients by
+// reduction); `bench_train_step --matmul-split off` measures the step without it. Inside a
+// thread oneDNN runs single-threaded (it does not nest OpenMP), so every call gets its own
+// scratchpad and stream (execute).
 enum class Split { kNone, kRows, kReduction };
 std::atomic<bool> g_thread_split{true};
 std::atomic<int64_t> g_split_matmuls{0};
@@ -190,7 +191,9 @@ void run_split(Split split, memory::data_type type, const char* a, const MatView
   const MatView dense = MatView::matrix(R, N, N);
   MatmulFlags partial_flags{.alpha = flags.alpha};
   const CachedMatmul* first = &primitive_for(type, with_cols(av, share), with_rows(bv, share), cv, flags, true);
-  const CachedMatmul* middle = &primitive_for(type, with_cols(av, share), with_rows(bv, share), dense, partial_flags, true);
+  const CachedMatmul* middle =  // threads 1 .. threads - 2
+      threads > 2 ? &primitive_for(type, with_cols(av, share), with_rows(bv, share), dense, partial_flags, true)
+                  : nullptr;
   const CachedMatmul* tail = &primitive_for(type, with_cols(av, last), with_rows(bv, last), dense, partial_flags, true);
   thread_local std::vector<float> partials;
   partials.resize(static_cast<size_t>((threads - 1) * R * N));
