@@ -5,11 +5,13 @@
 // fp32, encode: on two ranks a reduce_scatter gives x_own + round(x_other) bit for bit,
 // which a bf16 accumulator could not hold. Then the differentiable pairs built on them
 // (Megatron's f and g, sequence parallelism's gather and scatter, the experts' exchange,
-// the collective matmul) both ways, and the trace's bytes: half of fp32's.
-// Runs at -n 2, 3 and 4.
+// the collective matmul) both ways, and the trace's bytes: half of fp32's. Last, the
+// collective matmul against all_gather then linear, and a matmul on a bf16 all_gather
+// against one on the fp32 gather. Runs at -n 2, 3 and 4.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "framework/error.h"
 #include "framework/ops.h"
 #include "framework/ops/bf16.h"
+#include "framework/precision.h"
 #include "parallel/comm/collectives.h"
 #include "parallel/comm/comm_context.h"
 #include "parallel/comm/diff_collectives.h"
@@ -225,4 +228,88 @@ TEST_CASE("the collective matmul on bf16: the fp32 collective matmul of the roun
     reduce_scatter(g, values(dgathered), dx, Algorithm::kAuto, DType::kBF16);
     CHECK(values(x.grad()) == dx);
   });
+}
+
+namespace {
+
+// A linear layer over rows gathered from the tensor axis: each rank's rows [2, 3, 8]
+// differ; the weight [5, 8] and bias are the same everywhere. Each call makes fresh leaves.
+struct GatheredLinear {
+  static std::vector<float> values(int64_t count, float scale, int64_t offset) {
+    std::vector<float> v(count);
+    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(scale * static_cast<float>(i + offset));
+    return v;
+  }
+  explicit GatheredLinear(const AxisGroup& tp) : rows(values(2 * 3 * 8, 0.3f, 1000 * tp.rank())) {}
+  Tensor x() const { return Tensor::from({2, 3, 8}, rows).set_requires_grad(true); }
+  static Tensor w() { return Tensor::from({5, 8}, values(5 * 8, 0.7f, 0)).set_requires_grad(true); }
+  static Tensor bias() { return Tensor::from({5}, values(5, 1.1f, 0)).set_requires_grad(true); }
+  // A loss that weights every output element differently.
+  static Tensor loss(const Tensor& y) { return ops::sum(ops::mul(y, Tensor::from(y.shape(), values(y.numel(), 0.9f, 7)))); }
+  std::vector<float> rows;
+};
+
+}  // namespace
+
+TEST_CASE("the collective matmul equals all_gather then linear, forward and backward") {
+  const int n = world_size();
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const GatheredLinear layer(tp);
+  Tensor x1 = layer.x(), x2 = layer.x(), w1 = layer.w(), w2 = layer.w(), b1 = layer.bias(), b2 = layer.bias();
+  Tensor fused = all_gather_linear(tp, x1, w1, b1);
+  Tensor plain = ops::linear(gather_from_group(tp, x2), w2, b2);
+  REQUIRE(fused.shape() == plain.shape());
+  const auto close = [](const Tensor& a, const Tensor& c) {
+    double worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, double(std::abs(a.data()[i] - c.data()[i])));
+    return worst;
+  };
+  CHECK(close(fused, plain) <= 1e-6);
+  GatheredLinear::loss(fused).backward();
+  GatheredLinear::loss(plain).backward();
+  CHECK(close(x1.grad(), x2.grad()) <= 1e-5);
+  CHECK(close(w1.grad(), w2.grad()) <= 1e-5);
+  CHECK(close(b1.grad(), b2.grad()) <= 1e-5);
+}
+
+// Sequence parallelism under bf16 gathers a region's matmul inputs as bf16
+// (TensorParallelConfig::activation_dtype): the matmul rounds its operands to bf16 anyway,
+// so the output and the weight's gradient are those of the fp32 gather, bit for bit, on
+// both bf16 matmul paths, for half the bytes each way. The input's gradient comes back on
+// the bf16 reduce_scatter: each of its n-1 hops rounds a partial sum by at most 2^-8 of it.
+TEST_CASE("under bf16 a bf16 all_gather into a matmul gives the fp32 gather's results, for half the bytes") {
+  const int n = world_size();
+  if (n == 1) return;
+  Mesh mesh(MPI_COMM_WORLD, "data=1,tensor=" + std::to_string(n));
+  const AxisGroup& tp = mesh.axis("tensor");
+  const GatheredLinear layer(tp);
+  for (Bf16Matmul path : {Bf16Matmul::kRounded, Bf16Matmul::kNative}) {
+    CAPTURE(bf16_matmul_name(path));
+    const PrecisionScope bf16({.compute = DType::kBF16, .matmul = path});
+    std::vector<Tensor> x, w, y;
+    std::vector<int64_t> bytes;
+    for (DType wire : {DType::kF32, DType::kBF16}) {
+      x.push_back(layer.x());
+      w.push_back(GatheredLinear::w());
+      mesh.context().trace.clear();
+      mesh.context().trace.set_recording(true);
+      y.push_back(ops::linear(gather_from_group(tp, x.back(), Algorithm::kAuto, wire), w.back(), GatheredLinear::bias()));
+      GatheredLinear::loss(y.back()).backward();
+      mesh.context().trace.set_recording(false);
+      REQUIRE(mesh.context().trace.events().size() == 2);  // the all_gather, and its backward's reduce_scatter
+      bytes.push_back(mesh.context().trace.events().at(0).bytes + mesh.context().trace.events().at(1).bytes);
+    }
+    const auto same = [](const Tensor& p, const Tensor& q) {
+      return std::equal(p.data(), p.data() + p.numel(), q.data(), q.data() + q.numel());
+    };
+    CHECK(same(y[0], y[1]));
+    CHECK(same(w[0].grad(), w[1].grad()));
+    const Tensor g0 = x[0].grad(), g1 = x[1].grad();
+    float largest = 0;
+    for (int64_t i = 0; i < g0.numel(); ++i) largest = std::max(largest, std::abs(g0.data()[i]));
+    for (int64_t i = 0; i < g0.numel(); ++i) CHECK(std::abs(g0.data()[i] - g1.data()[i]) <= (n - 1) * 0x1p-8f * largest * n);
+    CHECK(!same(g0, g1));  // rounded on the way: the test can tell the wires apart
+    CHECK(bytes[1] * 2 == bytes[0]);
+  }
 }
