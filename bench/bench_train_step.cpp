@@ -20,7 +20,7 @@
 #include "parallel/runtime/metrics.h"
 #include "framework/nn/transformer.h"
 #include "framework/peak.h"
-#include "framework/ops/matmul.h"
+#include "framework/ops/gemm.h"
 #include "framework/precision.h"
 #include "optim/adamw.h"
 

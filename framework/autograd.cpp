@@ -10,15 +10,18 @@ namespace shardlab {
 namespace {
 thread_local bool t_grad_enabled = true;
 
-void add_into(Tensor& acc, const Tensor& delta) {
-  SL_ASSERT(acc.numel() == delta.numel(),
-            "gradient " + shape_str(delta.shape()) + " does not match " + shape_str(acc.shape()));
-  float* a = acc.data();
-  const float* d = delta.data();
-  int64_t n = acc.numel();
+// out = sum + delta, element by element; `out` may be `sum` (an accumulation in place).
+void add_gradients(const Tensor& sum, const Tensor& delta, Tensor& out) {
+  SL_ASSERT(sum.numel() == delta.numel() && out.numel() == sum.numel(),
+            "gradient " + shape_str(delta.shape()) + " does not match " + shape_str(sum.shape()));
+  const float *a = sum.data(), *d = delta.data();
+  float* o = out.data();
+  const int64_t n = out.numel();
 #pragma omp parallel for simd if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) a[i] += d[i];
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] + d[i];
 }
+
+void add_into(Tensor& acc, const Tensor& delta) { add_gradients(acc, delta, acc); }
 }  // namespace
 
 bool grad_enabled() { return t_grad_enabled; }
@@ -82,14 +85,8 @@ void merge_into(Tensor& sum, const Tensor& grad) {
     sum = grad;
     return;
   }
-  SL_ASSERT(sum.numel() == grad.numel(),
-            "gradient " + shape_str(grad.shape()) + " does not match " + shape_str(sum.shape()));
   Tensor fresh = Tensor::empty(sum.shape());
-  float* f = fresh.data();
-  const float *a = sum.data(), *d = grad.data();
-  const int64_t n = fresh.numel();
-#pragma omp parallel for simd if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) f[i] = a[i] + d[i];
+  add_gradients(sum, grad, fresh);
   sum = fresh;
 }
 
