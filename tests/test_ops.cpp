@@ -1,8 +1,12 @@
 // Gradient checks for every framework op, plus forward checks against direct formulas.
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/memory.h"
@@ -59,6 +63,40 @@ TEST_CASE("pointwise ops") {
   gradcheck([](V& in) { return ops::mean(in[0]); }, {a});
   gradcheck([](V& in) { return ops::sum(ops::mul(in[0], in[0])); }, {a});
   CHECK(ops::gelu(Tensor::full({1}, 1.0f)).item() == doctest::Approx(0.8411920f).epsilon(1e-5));
+}
+
+TEST_CASE("column_sums: exact on integer data, the same bits at any thread count and column slice") {
+  // Shapes around the 128-row blocks and 1024-column tasks, and a bias gradient's.
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 5}, {1, 7}, {127, 3}, {128, 1024}, {129, 1025}, {300, 70}, {2048, 256}, {8, 70000}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    std::vector<float> in(static_cast<size_t>(rows * cols)), out(static_cast<size_t>(cols), -1.0f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(static_cast<int>(i * 7919 % 17) - 8);
+    ops::column_sums(in.data(), rows, cols, out.data());
+    for (int64_t j = 0; j < cols; ++j) {  // integer sums below 2^24: every order gives these bits
+      double s = 0;
+      for (int64_t i = 0; i < rows; ++i) s += in[static_cast<size_t>(i * cols + j)];
+      REQUIRE(out[static_cast<size_t>(j)] == static_cast<float>(s));
+    }
+  }
+  // Real-valued data, where the order shows in the bits: one thread and two agree, and a
+  // slice of the columns (a tensor-parallel bias shard) sums to the same bits as the whole.
+  const int64_t rows = 1000, cols = 1500, c0 = 200, width = 900;
+  Tensor x = random_tensor({rows, cols}, 7);
+  std::vector<float> one(cols), two(cols), slice(width);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  ops::column_sums(x.data(), rows, cols, one.data());
+  omp_set_num_threads(2);
+  ops::column_sums(x.data(), rows, cols, two.data());
+  Tensor part = Tensor::empty({rows, width});
+  for (int64_t i = 0; i < rows; ++i)
+    std::copy_n(x.data() + i * cols + c0, width, part.data() + i * width);
+  ops::column_sums(part.data(), rows, width, slice.data());
+  omp_set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(std::equal(slice.begin(), slice.end(), one.begin() + c0));
 }
 
 TEST_CASE("norms") {

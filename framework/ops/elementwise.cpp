@@ -1,6 +1,8 @@
 #include "framework/ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/error.h"
@@ -20,14 +22,8 @@ int64_t broadcast_count(const Tensor& a, const Tensor& b) {
 // Sums the `repeat` copies of a b-shaped block inside g (the gradient of a broadcast).
 Tensor reduce_to(const Tensor& g, const Shape& b_shape, int64_t repeat) {
   if (repeat == 1) return g;
-  Tensor out = Tensor::zeros(b_shape);
-  const int64_t n = g.numel() / repeat;
-  const float* src = g.data();
-  float* dst = out.data();
-  for (int64_t r = 0; r < repeat; ++r) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) dst[i] += src[r * n + i];
-  }
+  Tensor out = Tensor::empty(b_shape);
+  column_sums(g.data(), repeat, g.numel() / repeat, out.data());
   return out;
 }
 
@@ -69,6 +65,46 @@ inline float gelu_df(float x) {
 }
 
 }  // namespace
+
+void column_sums(const float* in, int64_t rows, int64_t cols, float* out) {
+  constexpr int64_t kRows = 128;   // rows per block: the block order fixes the rounding
+  constexpr int64_t kCols = 1024;  // columns per task: a block's running sums stay in L1
+  if (rows == 0) {
+    std::fill(out, out + cols, 0.0f);
+    return;
+  }
+  const int64_t blocks = (rows + kRows - 1) / kRows, slices = (cols + kCols - 1) / kCols;
+  std::vector<float> partial(blocks > 1 ? blocks * cols : 0);
+  float* const sums = blocks > 1 ? partial.data() : out;  // [blocks, cols]
+#pragma omp parallel for collapse(2) schedule(static) if (rows * cols > 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t s = 0; s < slices; ++s) {
+      const int64_t r0 = b * kRows, r1 = std::min(rows, r0 + kRows);
+      const int64_t c0 = s * kCols, n = std::min(cols, c0 + kCols) - c0;
+      float* __restrict acc = sums + b * cols + c0;
+      const float* __restrict first = in + r0 * cols + c0;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) acc[j] = first[j];
+      for (int64_t r = r0 + 1; r < r1; ++r) {
+        const float* __restrict row = in + r * cols + c0;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+    }
+  }
+  if (blocks == 1) return;
+#pragma omp parallel for schedule(static) if (blocks * cols > 65536)
+  for (int64_t s = 0; s < slices; ++s) {
+    const int64_t c0 = s * kCols, n = std::min(cols, c0 + kCols) - c0;
+    float* __restrict o = out + c0;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) o[j] = sums[c0 + j];
+    for (int64_t b = 1; b < blocks; ++b) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) o[j] += sums[b * cols + c0 + j];
+    }
+  }
+}
 
 Tensor add(const Tensor& a, const Tensor& b) {
   const int64_t repeat = broadcast_count(a, b);

@@ -17,4 +17,10 @@ Tensor swiglu(const Tensor& gate, const Tensor& up);  // silu(gate) * up, fused
 Tensor sum(const Tensor& x);                           // scalar
 Tensor mean(const Tensor& x);                          // scalar
 
+// out[j] = sum over i of in[i * cols + j]: a bias's or a broadcast operand's gradient.
+// Rows are summed in fixed blocks, each in row order, and the blocks in block order, so
+// the result has the same bits at any thread count and for any slice of the columns.
+// Threads read whole rows (a column-slice order strides through memory a row at a time).
+void column_sums(const float* in, int64_t rows, int64_t cols, float* out);
+
 }  // namespace shardlab::ops

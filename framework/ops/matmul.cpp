@@ -8,6 +8,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops/compute_copies.h"
+#include "framework/ops/elementwise.h"
 #include "framework/ops/matvec.h"
 
 namespace shardlab {
@@ -96,19 +97,8 @@ Tensor record_linear(const Tensor& x, const MatmulOperand& xs, const Tensor& w, 
     // Deferred, it converts gy again when it runs rather than keep a converted copy waiting.
     const auto weight_grad = [=] { return weight_grad_of(MatmulOperand(gy, precision)); };
     const auto bias_grad = [=] {  // gb[N] = column sums of gy (fp32)
-      // Threads own column slices, and each column is summed in row order: deterministic.
-      Tensor g = Tensor::zeros(b.shape());
-      const float* in = gy.data();
-      float* o = g.data();
-      constexpr int64_t kSlice = 64;
-#pragma omp parallel for if (M * N > 65536)
-      for (int64_t j0 = 0; j0 < N; j0 += kSlice) {
-        const int64_t j1 = std::min(N, j0 + kSlice);
-        for (int64_t i = 0; i < M; ++i) {
-#pragma omp simd
-          for (int64_t j = j0; j < j1; ++j) o[j] += in[i * N + j];
-        }
-      }
+      Tensor g = Tensor::empty(b.shape());
+      column_sums(gy.data(), M, N, g.data());
       return g;
     };
     // A zero-bubble pipeline's input-gradient pass leaves the weight's for later.
@@ -197,15 +187,8 @@ Tensor batched_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       matmul_raw(go, 0, view(N, M, true), xs, 0, view(M, K, false), gw.data(), view(N, K, false));
     }
     if (b.defined() && b.requires_grad()) {  // gb[g] = column sums of gy[g]
-      gb = Tensor::zeros(b.shape());
-      for (int64_t g = 0; g < G; ++g) {
-        for (int64_t m = 0; m < M; ++m) {
-          const float* row = gy.data() + (g * M + m) * N;
-          float* o = gb.data() + g * N;
-#pragma omp simd
-          for (int64_t n = 0; n < N; ++n) o[n] += row[n];
-        }
-      }
+      gb = Tensor::empty(b.shape());
+      for (int64_t g = 0; g < G; ++g) column_sums(gy.data() + g * M * N, M, N, gb.data() + g * N);
     }
     return std::vector<Tensor>{gx, gw, gb};
   });
