@@ -168,10 +168,7 @@ StepPlan plan_step(nn::Transformer& model, const Mesh& mesh, const ParallelConfi
   // The data-parallel strategy sees this rank's shards of its pipeline stages: a model of
   // their shapes (built deferred, so it costs nothing) stands in, leaving `model` untouched.
   std::unique_ptr<nn::Transformer> local;
-  if (applied.size() > 1) {
-    nn::DeferParameters defer;
-    local = std::make_unique<nn::Transformer>(model.config);
-  }
+  if (applied.size() > 1) local = nn::deferred_transformer(model.config);
   ModelSplit split;
   for (const Strategy strategy : applied) {
     switch (strategy) {

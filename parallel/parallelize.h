@@ -8,7 +8,7 @@
 //   const Layout layout = Layout::from_spec(spec);
 //   layout.validate({.model = config, .global_batch = B, .microbatches = k}, world);
 //   Mesh mesh(job, layout.axes);
-//   auto model = [&] { nn::DeferParameters defer; return std::make_unique<nn::Transformer>(config); }();
+//   auto model = nn::deferred_transformer(config);  // shapes, no storage yet
 //   ParallelModel parallel = parallelize(*model, mesh, {.data = {.zero = 1, .seed = seed}});
 //   optim::AdamW optimizer(parallel.parameters(), {.weight_decay = 0.1f});  // this rank's views
 //   for (...) train_step(*model, parallel, optimizer, loader.next(), k, lr, 1.0);  // train_step.h

@@ -24,8 +24,7 @@ inline std::vector<std::string> data_parallel_meshes() {
 inline std::unique_ptr<nn::Transformer> deferred_tiny(nn::Remat remat = nn::Remat::None) {
   nn::ModelConfig c = nn::ModelConfig::preset("gpt-tiny");
   c.remat = remat;
-  nn::DeferParameters defer;
-  return std::make_unique<nn::Transformer>(c);
+  return nn::deferred_transformer(c);
 }
 
 }  // namespace shardlab::testing

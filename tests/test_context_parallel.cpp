@@ -110,10 +110,7 @@ void check_case(const Case& k) {
   Mesh mesh(MPI_COMM_WORLD, layout.axes);
   mesh.context().watchdog.set_timeout(30);
   const Run ref = reference(c, k.accum, kSeed);
-  const auto model = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(c);
-  }();
+  const auto model = nn::deferred_transformer(c);
   ParallelConfig config{.data = {.zero = k.zero, .bucket_mb = 0.01, .seed = kSeed}, .tensor = k.tp, .context = k.cp};
   config.pipeline.schedule = k.schedule;
   config.pipeline.virtual_stages = k.virtual_stages;

@@ -61,10 +61,7 @@ struct ExpertRun : Run {
 
 ExpertRun distributed(const Mesh& mesh, const Case& k, const std::string& checkpoint) {
   const nn::ModelConfig c = config_of(k);
-  const auto model = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(c);
-  }();
+  const auto model = nn::deferred_transformer(c);
   ParallelConfig config;
   config.data.bucket_mb = 0.01;
   config.data.zero = k.zero;
@@ -187,10 +184,7 @@ TEST_CASE("in bf16 the all_to_alls carry half the bytes of fp32's, as the step p
   std::map<DType, int64_t> traced;
   for (DType wire : {DType::kF32, DType::kBF16}) {
     CAPTURE(std::string(dtype_name(wire)));
-    const auto model = [&] {
-      nn::DeferParameters defer;
-      return std::make_unique<nn::Transformer>(c);
-    }();
+    const auto model = nn::deferred_transformer(c);
     ParallelConfig config;
     config.data.seed = kSeed;
     config.pipeline.microbatches = k.accum;
@@ -227,10 +221,7 @@ TEST_CASE("a router that sends every token to one expert runs, drops what it mus
   const Layout layout = Layout::from_spec("expert=" + std::to_string(n));
   nn::ModelConfig c = nn::ModelConfig::preset("gpt-moe-tiny");
   c.capacity_factor = 1.0f;
-  const auto build = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(c);
-  };
+  const auto build = [&] { return nn::deferred_transformer(c); };
   // Zero router weights: every expert ties and every token picks expert 0, on one rank.
   const auto zero_routers = [](nn::Transformer& m) {
     for (auto& b : m.blocks) {

@@ -60,10 +60,7 @@ struct Case {
 };
 
 PipelineRun distributed(const Mesh& mesh, const nn::ModelConfig& c, const Case& k, int accum) {
-  const auto model = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(c);
-  }();
+  const auto model = nn::deferred_transformer(c);
   ParallelConfig config;
   config.data.zero = k.zero;
   config.data.bucket_mb = 0.01;
@@ -186,10 +183,7 @@ TEST_CASE("pipeline messages in bf16 carry half the bytes of fp32's, as planned;
   std::map<DType, int64_t> message;
   for (DType wire : {DType::kF32, DType::kBF16}) {
     CAPTURE(std::string(dtype_name(wire)));
-    const auto model = [&] {
-      nn::DeferParameters defer;
-      return std::make_unique<nn::Transformer>(c);
-    }();
+    const auto model = nn::deferred_transformer(c);
     ParallelConfig config;
     config.data.seed = kSeed;
     config.pipeline.microbatches = accum;

@@ -101,10 +101,7 @@ TEST_CASE("expert-parallel plans are the all_to_alls and reductions a real step 
         config.data.bucket_mb = 0.01;
         nn::ModelConfig c = nn::ModelConfig::preset("llama-moe-tiny");
         c.remat = remat;
-        const auto deferred = [&] {
-          nn::DeferParameters defer;
-          return std::make_unique<nn::Transformer>(c);
-        };
+        const auto deferred = [&] { return nn::deferred_transformer(c); };
         const StepPlan plan = plan_step(*deferred(), mesh, config, {.batch = 8, .seq_len = 16, .microbatches = 2});
         const std::vector<CommRecord> ran = run_step(mesh, config, 2, deferred());
         // Collectives on different groups run in parallel: the order that counts is each group's.

@@ -50,10 +50,7 @@ nn::ModelConfig model_config(nn::Arch arch, nn::Remat remat = nn::Remat::None) {
 Run reference(const nn::ModelConfig& c, int accum) { return shardlab::testing::reference(c, accum, kSeed); }
 
 Run distributed(const Mesh& mesh, const nn::ModelConfig& c, int zero, int accum, const TensorParallelConfig& tp) {
-  const auto model = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(c);
-  }();
+  const auto model = nn::deferred_transformer(c);
   DataParallelConfig config;
   config.zero = zero;
   config.bucket_mb = 0.01;
@@ -274,10 +271,7 @@ TEST_CASE("a decode step's tensor-axis all_reduces carry the precision's activat
   std::map<DType, int64_t> bytes;
   std::map<DType, std::vector<float>> logits;
   for (const DType wire : {DType::kF32, DType::kBF16}) {
-    const auto model = [&] {
-      nn::DeferParameters defer;
-      return std::make_unique<nn::Transformer>(c);
-    }();
+    const auto model = nn::deferred_transformer(c);
     ParallelConfig config;
     config.data.seed = kSeed;
     config.precision.activation = wire;
@@ -330,10 +324,7 @@ TEST_CASE("the step plan lists, group by group, the collectives a tensor-paralle
             // The fused head's loss communicates differently: half the cases run it.
             c.fused_head = remat == nn::Remat::Full ? nn::FusedHead::On : nn::FusedHead::Off;
             CAPTURE(nn::fused_head_name(c.fused_head));
-            const auto model = [&] {
-              nn::DeferParameters defer;
-              return std::make_unique<nn::Transformer>(c);
-            }();
+            const auto model = nn::deferred_transformer(c);
             DataParallelConfig config;
             config.zero = zero;
             config.bucket_mb = 0.01;

@@ -264,10 +264,7 @@ int run(int argc, char** argv) {
   parallel::Mesh mesh(MPI_COMM_WORLD, layout.axes);
   mesh.context().watchdog.set_timeout(timeout);
   runtime::ensure_local_profile(mesh, stderr);  // stdout is the generated text
-  const auto model_owned = [&] {
-    nn::DeferParameters defer;  // each rank allocates only its shards
-    return std::make_unique<nn::Transformer>(config);
-  }();
+  const auto model_owned = nn::deferred_transformer(config);  // each rank allocates only its shards
   nn::Transformer& model = *model_owned;
   // Under bf16 the tensor axis's all_reduces carry bf16 partial sums, summed in fp32, as
   // training's do (--activation-dtype auto): half the bytes per decoded token.

@@ -52,8 +52,7 @@ void print_memory_at_peak() {
 // The whole model's parameter count, whatever part of it this rank holds (a deferred
 // model costs no memory).
 double whole_model_parameters(const nn::ModelConfig& config) {
-  nn::DeferParameters defer;
-  return static_cast<double>(nn::Transformer(config).num_parameters());
+  return static_cast<double>(nn::deferred_transformer(config)->num_parameters());
 }
 
 // The parameters one token uses: all but the E - k experts it is not routed to.

@@ -72,10 +72,7 @@ int train(int argc, char** argv) {
   data::BatchLoader loader(data.train, run.batch, run.sequence_length(), axes.batch->rank(), axes.batch->size());
   // Built without storage; the layout allocates and initialises what each rank keeps
   // (ZeRO-3: only its slice), from the same seed whatever the layout.
-  const auto owned = [&] {
-    nn::DeferParameters defer;
-    return std::make_unique<nn::Transformer>(run.model);
-  }();
+  const auto owned = nn::deferred_transformer(run.model);
   nn::Transformer& model = *owned;
   if (run.dry_run) return runtime::dry_run(run, mesh, model), 0;
   // Ranks that would issue different collectives stop here, not in a hang (step_plan.h).

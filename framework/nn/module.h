@@ -106,7 +106,7 @@ void initialize_range(const Parameter& p, uint64_t seed, int64_t begin, int64_t 
 // allocates and fills only what each rank keeps (FSDP: its slice of every unit), and
 // initialize() allocates and fills the whole model for any other layout.
 //
-//   auto model = [&] { nn::DeferParameters defer; return std::make_unique<Transformer>(config); }();
+//   auto model = deferred_transformer(config);  // transformer.h: this guard around make_unique
 class DeferParameters {
  public:
   DeferParameters();

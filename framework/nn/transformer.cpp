@@ -162,4 +162,9 @@ Tensor Transformer::decode(std::span<const int32_t> ids, int64_t B, int64_t n, K
   return tensor_parallel.logits ? tensor_parallel.logits(head(x)) : head(x);
 }
 
+std::unique_ptr<Transformer> deferred_transformer(const ModelConfig& config) {
+  DeferParameters defer;
+  return std::make_unique<Transformer>(config);
+}
+
 }  // namespace shardlab::nn

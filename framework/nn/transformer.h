@@ -108,4 +108,9 @@ class Transformer : public Module {
   Tensor head_output(std::span<const int32_t> ids, int64_t B, int64_t T) const;  // embed, blocks, head
 };
 
+// A model whose parameters have shapes but no storage yet (DeferParameters, module.h): how
+// a model is built for parallel::parallelize(), which allocates and initialises what each
+// rank keeps, or for anything that needs only its shapes.
+std::unique_ptr<Transformer> deferred_transformer(const ModelConfig& config);
+
 }  // namespace shardlab::nn

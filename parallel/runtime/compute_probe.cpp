@@ -55,10 +55,7 @@ struct StandIn {
       : rows(rows_), seq(run.sequence_length()) {
     nn::ModelConfig c = run.model;
     c.n_layers = blocks;
-    {
-      nn::DeferParameters defer;
-      model = std::make_unique<nn::Transformer>(c);
-    }
+    model = nn::deferred_transformer(c);
     if (tensor > 1) parallel::shard_tensor_shapes(*model, tensor, 0, run.seed);
     nn::initialize_unallocated(*model, run.seed);
     if (attention_block > 0) {
