@@ -214,6 +214,25 @@ TEST_CASE("planner: ranks fitting layouts by step time and says why the others l
   CHECK(tight.ranked.front().verdict.rfind("does not fit", 0) == 0);
 }
 
+TEST_CASE("planner: a slower layout's verdict gives its compute and the communication its step waits for") {
+  // The total traffic alone does not say why a layout loses: ZeRO-1 sends what FSDP sends
+  // but waits for its gathers. The verdict names the part of the step that does not hide.
+  const Plan plan = plan_training(small_model(1 << 20), 16, hardware("tpu-v5p"));
+  int slower = 0;
+  for (const auto& entry : plan.ranked) {
+    if (entry.verdict.rfind("slower by ", 0) != 0) continue;
+    ++slower;
+    const StepEstimate& e = entry.estimate;
+    char parts[128];
+    std::snprintf(parts, sizeof parts, "(compute %.3g vs %.3g ms; exposed communication %.3g of %.3g ms",
+                  1e3 * e.compute_seconds, 1e3 * plan.ranked.front().estimate.compute_seconds,
+                  1e3 * std::max(0.0, e.step_seconds - e.compute_seconds), 1e3 * e.comm_seconds);
+    CAPTURE(entry.verdict);
+    CHECK(entry.verdict.find(parts) != std::string::npos);
+  }
+  CHECK(slower > 0);
+}
+
 // Issue 13: the planner never aborts on a legal cluster size. Every chip count 1-256 and
 // every 16th to 4096 (SHARDLAB_FULL_SWEEP=1: all of 1-4096), on every GPU and TPU
 // profile: a ranked list, or no layout with the reasons each was skipped.

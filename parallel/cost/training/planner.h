@@ -11,6 +11,8 @@
 //   Plan plan = plan_training(cfg, 64, hardware("tpu-v5p"));
 //   layout_summary(plan.ranked[0].estimate.layout);   // the winner
 //   plan.ranked[3].verdict;  // "communication-bound: fsdp traffic 1.2 s > compute 0.8 s"
+//   plan.ranked[4].verdict;  // "slower by 32% (compute 208 vs 208 ms; exposed communication
+//                            //  65.8 of 197 ms vs 0 of 197 ms)": against the best's
 //
 // The ranking prices every layout with the config's wire dtypes (TrainingPrecision::wire).
 // A communication-bound layout is priced again with each narrower wire (network/wire_format.h)
