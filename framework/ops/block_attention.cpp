@@ -133,9 +133,7 @@ void OnlineAttention::attend(const std::vector<PositionSpan>& q_spans, const Ten
                 std::fill(row, row + cols, 0.0f);
                 continue;
               }
-              float m = max_.data()[stat];
-#pragma omp simd reduction(max : m)
-              for (int64_t j = 0; j < seen; ++j) m = row[j] > m ? row[j] : m;  // vectorises (fast_math.h)
+              const float m = max_of(max_.data()[stat], row, seen);
               const float old = max_.data()[stat];
               const float alpha = old == kNoMax ? 0.0f : fast_exp(old - m);
               float z = 0.0f;

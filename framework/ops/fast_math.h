@@ -43,15 +43,20 @@ struct SoftmaxStats {
   float sum;
 };
 
+// The largest of m and x[0, n). A select, not std::max: GCC 12 vectorises the reduction
+// only in this form (std::max's stayed a scalar loop, 45% of the softmax's time in
+// gpt-bench's attention).
+inline float max_of(float m, const float* x, int64_t n) {
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 // out[0, n) = softmax(in[0, n)) for n >= 1; out may equal in.
 //
 //   const SoftmaxStats st = softmax_row(logits, probs, V);
 inline SoftmaxStats softmax_row(const float* in, float* out, int64_t n) {
-  // A select, not std::max: GCC 12 vectorises the reduction only in this form (std::max's
-  // stayed a scalar loop, 45% of the softmax's time in gpt-bench's attention).
-  float m = in[0];
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 1; j < n; ++j) m = in[j] > m ? in[j] : m;
+  const float m = max_of(in[0], in + 1, n - 1);
   float z = 0.0f;
 #pragma omp simd reduction(+ : z)
   for (int64_t j = 0; j < n; ++j) z += (out[j] = fast_exp(in[j] - m));
