@@ -199,3 +199,61 @@ TEST_CASE("a pipeline rank holds its stage's blocks, the first stage the embeddi
   const double none = stage_shard_params(moe, {.blocks = 0.5, .moe_blocks = 0, .first = false, .last = false}, 1, 2);
   CHECK(all - none == doctest::Approx(moe.experts / 2));
 }
+
+TEST_CASE("measured_compute (the planner's --probe) replaces the priced compute; communication is priced as before") {
+  const HardwareProfile hw = cpu();
+  TrainConfig c = gpt_bench(true);
+  std::vector<std::string> asked;
+  c.measured_compute = [&asked](const Layout& l) {
+    asked.push_back(layout_summary(l));
+    return l.tensor > 1 ? 0.120 : 0.100;
+  };
+  const StepEstimate tp = estimate_train_step(c, Layout{.tensor = 2}, hw);
+  const StepEstimate priced = estimate_train_step(gpt_bench(true), Layout{.tensor = 2}, hw);
+  CHECK(tp.compute_seconds == doctest::Approx(0.120));
+  CHECK(tp.step_seconds - tp.compute_seconds == doctest::Approx(priced.step_seconds - priced.compute_seconds));
+  CHECK(asked == std::vector<std::string>{"tensor=2"});
+  // DP's reduction still hides under the measured backward when it is shorter.
+  CHECK(estimate_train_step(c, Layout{.data = 2}, hw).step_seconds == doctest::Approx(0.100));
+  // The ranking orders by it: here DP (100 ms) before TP (120 ms) before nothing else.
+  const Plan plan = plan_training(c, 2, hw);
+  REQUIRE(!plan.ranked.empty());
+  CHECK(plan.ranked.front().estimate.layout.tensor == 1);
+}
+
+TEST_CASE("the optimizer's state shards over fsdp x context, else over data under ZeRO-1/2") {
+  CHECK(optimizer_shards({.data = 2}) == 1);
+  CHECK(optimizer_shards({.data = 2, .zero = 1}) == 2);
+  CHECK(optimizer_shards({.data = 2, .zero = 2}) == 2);
+  CHECK(optimizer_shards({.fsdp = 2}) == 2);
+  CHECK(optimizer_shards({.data = 2, .fsdp = 2, .context = 2}) == 4);
+  CHECK(optimizer_shards({.tensor = 2}) == 1);
+}
+
+TEST_CASE("model_config_of builds what shape_of describes, for every preset, and refuses a shape nn cannot build") {
+  for (const std::string& name : shardlab::nn::ModelConfig::preset_names()) {
+    CAPTURE(name);
+    const shardlab::nn::ModelConfig preset = shardlab::nn::ModelConfig::preset(name);
+    const auto built = model_config_of(shape_of(preset));
+    REQUIRE(built.has_value());
+    const TransformerShape want = shape_of(preset), got = shape_of(*built);
+    CHECK(got.layers == want.layers);
+    CHECK(got.d_model == want.d_model);
+    CHECK(got.d_ff == want.d_ff);
+    CHECK(got.heads == want.heads);
+    CHECK(got.kv_heads == want.kv_heads);
+    CHECK(got.vocab == want.vocab);
+    CHECK(got.context == want.context);
+    CHECK(got.gated_mlp == want.gated_mlp);
+    CHECK(got.experts == want.experts);
+    CHECK(got.top_k == want.top_k);
+    CHECK(got.moe_every == want.moe_every);
+    CHECK(count_params(got).total == count_params(want).total);
+  }
+  TransformerShape odd = model_preset("gpt-bench");
+  odd.head_dim = 32;  // D / N is 64
+  CHECK_FALSE(model_config_of(odd).has_value());
+  TransformerShape swiglu_layer_norm = model_preset("gpt-bench");
+  swiglu_layer_norm.gated_mlp = true;  // LLaMA's MLP with GPT's norms: neither architecture
+  CHECK_FALSE(model_config_of(swiglu_layer_norm).has_value());
+}

@@ -31,8 +31,9 @@ std::string train_command(const cost::TrainConfig& c, const cost::Layout& l, con
   if (m.gated_mlp) cmd += flag("kv-heads", m.kv_heads);
   cmd += flag("d-ff", m.d_ff);
   if (m.experts > 0) cmd += flag("experts", m.experts) + flag("top-k", m.top_k) + flag("moe-every", m.moe_every);
-  // The cost model's state shards over fsdp x context as ZeRO-3.
-  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 ? " --zero 3" : "");
+  // The cost model's state shards over fsdp x context as ZeRO-3; train_gpt refuses --zero 3
+  // beside a pipe axis (parallel/layout.cpp), where its fsdp axis shards all the same.
+  cmd += " --mesh " + parallel::axis_sizes_string(mesh) + (l.fsdp * l.context > 1 && l.pipe == 1 ? " --zero 3" : "");
   if (l.fsdp * l.context == 1 && l.data > 1 && l.zero > 0) cmd += flag("zero", l.zero);
   if (l.tensor > 1 && l.sequence_parallel) cmd += " --sequence-parallel";
   if (l.pipe > 1 && l.schedule != parallel::ScheduleKind::k1F1B) {

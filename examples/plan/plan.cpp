@@ -310,6 +310,7 @@ int main(int argc, char** argv) {
   const std::string commands = "hw, matmul, roofline, collective, network, offload, array, model, train, infer, serve, totals, calibrate";
   try {
     if (argc < 2) return usage(std::cerr), 1;
+    if (std::string(argv[1]) == "probe-rank") return probe_rank_main(argc, argv);  // one of train --probe's ranks
     std::vector<char*> args_of_help;
     if (std::string(argv[1]) == "help" && argc >= 3) {  // help <command>: <command> --help
       static char help_flag[] = "--help";
@@ -387,6 +388,10 @@ int main(int argc, char** argv) {
                       "measured profile; each layout also with ZeRO-1/2, sequence parallelism and every pipeline "
                       "schedule)",
            cxxopts::value<std::string>())
+          ("probe", "train --cluster local: time each layout's compute here, as train_gpt's start-up probe times "
+                    "a run's (one process per rank at once, three rounds; about 2 s per shape for gpt-bench), "
+                    "instead of pricing its FLOPs at the profile's rates; prints each layout's speed-up over one "
+                    "process")
           ("zero", "train --layout: ZeRO stage over the data axis, 0, 1 or 2 (an fsdp axis is stage 3)",
            cxxopts::value<int>()->default_value("0"))
           ("sequence-parallel", "train --layout: sequence parallelism on the tensor axis")

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "examples/plan/args.h"
 #include "examples/plan/command.h"
 #include "examples/plan/gpu_conditions.h"
+#include "examples/plan/layout_probe.h"
 #include "framework/error.h"
 #include "framework/precision.h"
 #include "parallel/cost/network/multipod.h"
@@ -37,7 +39,9 @@ Json estimate_json(const StepEstimate& e) {
                          {"hidden_seconds", c.hidden}});
   const Layout& l = e.layout;
   const Json layout{{"data", l.data},     {"fsdp", l.fsdp},     {"context", l.context},          {"pipe", l.pipe},
-                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches}};
+                    {"expert", l.expert}, {"tensor", l.tensor}, {"microbatches", l.microbatches},
+                    {"zero", l.zero},     {"sequence_parallel", l.sequence_parallel},
+                    {"schedule", parallel::to_string(l.schedule)}, {"virtual_stages", l.virtual_stages}};
   return Json{{"layout", layout},
               {"strategy", strategy_name(l)},
               {"step_seconds", e.step_seconds},
@@ -307,6 +311,18 @@ int cmd_train(const cxxopts::ParseResult& a) {
     c.core_sharing = core_sharing(chips, std::max(1, fingerprint_threads(hw.fingerprint)));
     c.capacity_factor = nn::ModelConfig{}.capacity_factor;  // train_gpt's default
   }
+  // --probe: compute as the run's start-up probe measures it (layout_probe.h); shared by
+  // every layout the ranking prices, each rank shape timed once.
+  std::shared_ptr<LayoutProbe> probe;
+  if (a.count("probe")) {
+    if (cluster != "local") throw UserError("--probe times layouts on this machine: add --cluster local");
+    probe = std::make_shared<LayoutProbe>(c, threads, precision == "bf16");
+    c.measured_compute = [probe](const Layout& l) { return probe->compute_seconds(l); };
+  }
+  auto note_probe = [&probe](Json& json, std::string& text) {
+    json["probe"] = probe ? probe->summary() : "";
+    if (probe) text += "compute measured here (--probe): " + probe->summary() + "\n";
+  };
   hw.sharp = a.count("sharp") > 0;  // every all_reduce over whole switches, in the conditions and in the step
   if (hw.sharp && hw.interconnect != Interconnect::kSwitched)
     throw UserError("--sharp: " + hw.name + " is a TPU torus; SHARP is in-network reduction in NVIDIA switches, so give a "
@@ -338,6 +354,7 @@ int cmd_train(const cxxopts::ParseResult& a) {
     json["wire"] = wire_json(c.precision.wire);
     json["compression"] = advice_json(advice);
     json["book_conditions"] = conditions_json(c, e, hw);
+    note_probe(json, text);
     Json scale = Json::object();
     text += scale_text(c, chips, hw, scale);
     json["scale"] = scale;
@@ -353,7 +370,21 @@ int cmd_train(const cxxopts::ParseResult& a) {
     emit(a, json, text);
     return 0;  // the price of the one layout asked for is the answer, whether it fits or not
   }
+  if (probe) {  // every layout the ranking prices, its shapes timed together (layout_probe.h)
+    std::vector<Layout> layouts;
+    TrainConfig collect = c;
+    collect.measured_compute = [&layouts](const Layout& l) {
+      layouts.push_back(l);
+      return 1.0;
+    };
+    plan_training(collect, chips, hw);
+    layouts.push_back(Layout{});  // one process, timed in the same rounds: the speed-ups' reference
+    probe->time_shapes(layouts);
+  }
   const Plan plan = plan_training(c, chips, hw);
+  // With --probe, one process's step (its probed compute on its own core): each layout's
+  // speed-up over it, measured in the same rounds, so that the machine's drift cancels.
+  const double one_process = probe ? estimate_train_step(c, Layout{}, hw).step_seconds : 0.0;
   require_positive("--top", a["top"].as<int>());
   const int top = std::min<int>(a["top"].as<int>(), static_cast<int>(plan.ranked.size()));
   const int64_t ff = c.model.d_ff;
@@ -399,9 +430,13 @@ int cmd_train(const cxxopts::ParseResult& a) {
     const PlanEntry& e = plan.ranked[i];
     Json entry = estimate_json(e.estimate);
     entry.update(Json{{"rank", i + 1},
+                      {"summary", layout_summary(e.estimate.layout)},
                       {"verdict", e.verdict},
                       {"compression", advice_json(e.compression)},
                       {"book_conditions", conditions_json(c, e.estimate, hw)}});
+    if (probe) entry["speedup"] = one_process / e.estimate.step_seconds;  // over one process, timed alike
+    // On this machine (--cluster local) every ranked layout can be launched as it is.
+    if (c.cpu_step) entry["command"] = train_command(c, e.estimate.layout, "");
     ranked.push_back(entry);
     char line[512];
     std::snprintf(line, sizeof line, "%3d. %-10s %-40s step %-9s mem/chip %-9s %s\n", i + 1,
@@ -427,7 +462,15 @@ int cmd_train(const cxxopts::ParseResult& a) {
   }
   Json json{{"hw", hw.name}, {"model", c.model.describe()}, {"chips", chips}, {"batch_tokens", c.batch_tokens},
             {"wire", wire_json(c.precision.wire)}, {"conditions", conditions}, {"layouts", static_cast<int>(plan.ranked.size())},
-            {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json}};
+            {"feasible", plan.feasible}, {"ranked", ranked}, {"skipped", skipped}, {"run", run_json},
+            {"one_process_step_seconds", one_process}};
+  note_probe(json, text);
+  if (probe && !plan.ranked.empty()) {
+    char line[128];
+    std::snprintf(line, sizeof line, "one process: step %s; the best layout %.2fx as fast\n", human(one_process, "s").c_str(),
+                  one_process / plan.ranked.front().estimate.step_seconds);
+    text += line;
+  }
   // --command / --run: the best layout that fits, as a train_gpt command line.
   if (a.count("command") || a.count("run")) {
     const auto best = std::find_if(plan.ranked.begin(), plan.ranked.end(), [](const PlanEntry& e) { return e.estimate.fits; });

@@ -9,4 +9,9 @@ namespace shardlab::plan {
 
 int cmd_train(const cxxopts::ParseResult& args);
 
+// `shardlab-plan probe-rank key=value ...`: one probing rank that train --probe starts
+// (layout_probe.h), not a user's command: times its stand-in and prints
+// "period_blocks period head total" (seconds).
+int probe_rank_main(int argc, char** argv);
+
 }  // namespace shardlab::plan

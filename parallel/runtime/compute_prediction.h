@@ -24,5 +24,10 @@ namespace shardlab::runtime {
 // from the layout's own plan instead (step_plan.h).
 double predict_compute_seconds(const RunConfig& run, const parallel::Mesh& mesh, const ComputeProbe* probe = nullptr,
                                const parallel::PipelineParallel* pipeline = nullptr);
+// The same for one rank of `layout` before any mesh exists (the planner's --probe): a
+// pipeline's `schedule`, if any, with each activation or gradient message taking
+// `message_seconds`.
+double predict_compute_seconds(const RunConfig& run, const parallel::Layout& layout, const ComputeProbe* probe,
+                               const parallel::PipelineSchedule* schedule = nullptr, double message_seconds = 0);
 
 }  // namespace shardlab::runtime

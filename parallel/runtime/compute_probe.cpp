@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <utility>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -84,34 +85,24 @@ struct StandIn {
 
 }  // namespace
 
-std::string ComputeProbe::describe() const {
-  char text[128];
-  std::snprintf(text, sizeof text, "%s %.1f ms + head %.1f ms per microbatch",
-                period_blocks > 1 ? "period of blocks" : "block", period_seconds * 1e3, head_seconds * 1e3);
-  return text;
-}
-
-ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
-  const int tensor = mesh.size_of(parallel::kTensorAxis);
-  const int64_t rows =
-      std::max<int64_t>(1, run.batch / parallel::DataAxes::of(mesh).batch->size() / std::max(1, run.grad_accum));
-  ComputeProbe probe;
-  probe.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
+RankTiming time_rank_compute(const RunConfig& run, const parallel::Layout& layout) {
+  const int64_t rows = std::max<int64_t>(1, run.batch / layout.data_ranks() / std::max(1, run.grad_accum));
+  RankTiming t;
+  t.period_blocks = run.model.experts > 0 ? run.model.moe_every : 1;
   const int64_t seq = std::max<int64_t>(1, run.sequence_length());
   const int64_t timed = std::min(rows, std::max<int64_t>(1, (kProbeTokens + seq - 1) / seq));
   // The long stand-in has as many periods as this rank's stage (up to kMaxPeriods): its
   // time is then the stage's own, and extrapolating to deeper stages divides the noise of
   // the difference by K - 1.
-  const int pipe = mesh.size_of(parallel::kPipeAxis);
-  const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / pipe / probe.period_blocks);
+  const int64_t stage_periods = std::max<int64_t>(1, run.model.n_layers / layout.pipe / t.period_blocks);
   const int64_t K = std::clamp<int64_t>(stage_periods, 2, kMaxPeriods);
   // A context rank holds T/c positions of each row and, balanced, a 1/c share of the causal
   // attention: the stand-in times whole rows in its ring's key blocks, scaled by 1/c.
-  const int context = mesh.size_of(parallel::kContextAxis);
+  const int context = layout.context;
   const int64_t chunks = run.cp_load_balance ? 2 * context : context;
   const int64_t attention_block = context > 1 ? seq / chunks : 0;
-  StandIn one_period(run, probe.period_blocks, tensor, timed, attention_block),
-      k_periods(run, K * probe.period_blocks, tensor, timed, attention_block);
+  StandIn one_period(run, t.period_blocks, layout.tensor, timed, attention_block),
+      k_periods(run, K * t.period_blocks, layout.tensor, timed, attention_block);
   std::vector<double> ones, longs;
   for (int pass = 0; pass <= kRepeats; ++pass) {  // alternating, so that both see the same load
     const double a = one_period.step_seconds(), b = k_periods.step_seconds();
@@ -123,22 +114,65 @@ ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   // machine the fastest pass is a moment the steps will rarely see.
   const double one = median(ones), many = median(longs);
   const double period = std::max((many - one) / static_cast<double>(K - 1), 0.5 * one);
-  double mine = 0;  // this rank's whole probe
-  for (size_t i = 0; i < ones.size(); ++i) mine += ones[i] + longs[i];
-  // Scaled to the microbatch's rows (this rank's share of them); the mean over the ranks, all probing at once.
+  for (size_t i = 0; i < ones.size(); ++i) t.total_seconds += ones[i] + longs[i];
+  // Scaled to the microbatch's rows (this rank's share of them).
   const double scale = static_cast<double>(rows) / static_cast<double>(timed) / context;
-  std::vector<float> measured = {static_cast<float>(scale * period), static_cast<float>(scale * std::max(0.0, one - period)),
-                                 static_cast<float>(mine)};
+  t.period_seconds = scale * period;
+  t.head_seconds = scale * std::max(0.0, one - period);
+  return t;
+}
+
+std::string ComputeProbe::describe() const {
+  char text[128];
+  std::snprintf(text, sizeof text, "%s %.1f ms + head %.1f ms per microbatch",
+                period_blocks > 1 ? "period of blocks" : "block", period_seconds * 1e3, head_seconds * 1e3);
+  return text;
+}
+
+parallel::Layout mesh_layout(const RunConfig& run, const parallel::Mesh& mesh) {
+  parallel::Layout layout = run.layout();
+  for (const std::string& axis : parallel::kAxisNames) *layout.degree(axis) = mesh.size_of(axis);
+  if (layout.zero == 3) {  // to the cost model ZeRO-3 is an fsdp axis: the data axis's, when the mesh has none
+    if (layout.fsdp == 1) std::swap(layout.data, layout.fsdp);
+    layout.zero = 0;
+  }
+  return layout;
+}
+
+ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
+  const RankTiming mine = time_rank_compute(run, mesh_layout(run, mesh));
+  ComputeProbe probe;
+  probe.period_blocks = mine.period_blocks;
+  // The mean over the ranks, all probing at once.
+  std::vector<float> measured = {static_cast<float>(mine.period_seconds), static_cast<float>(mine.head_seconds),
+                                 static_cast<float>(mine.total_seconds)};
   parallel::all_reduce(mesh.all(), measured);
   probe.period_seconds = measured[0] / mesh.size();
   probe.head_seconds = measured[1] / mesh.size();
   // The slowest rank's probe against the mean: what a synchronised step waits for.
-  float slowest = static_cast<float>(mine);
+  float slowest = static_cast<float>(mine.total_seconds);
   parallel::all_reduce(mesh.all(), {&slowest, 1}, parallel::ReduceOp::kMax);
   const double mean = measured[2] / mesh.size();
   probe.rank_skew = mean > 0 ? std::max(0.0, slowest / mean - 1.0) : 0.0;
   const double threads = static_cast<double>(parallel::ranks_sharing_node(mesh.all().comm())) * omp_get_max_threads();
   probe.core_sharing = std::max(1.0, threads / std::max(1u, std::thread::hardware_concurrency()));
+  return probe;
+}
+
+ComputeProbe combine_rank_timings(const std::vector<RankTiming>& ranks, double core_sharing) {
+  ComputeProbe probe;
+  if (ranks.empty()) return probe;
+  double total = 0, slowest = 0;
+  for (const RankTiming& t : ranks) {
+    probe.period_seconds += t.period_seconds / static_cast<double>(ranks.size());
+    probe.head_seconds += t.head_seconds / static_cast<double>(ranks.size());
+    total += t.total_seconds;
+    slowest = std::max(slowest, t.total_seconds);
+  }
+  probe.period_blocks = ranks.front().period_blocks;
+  const double mean = total / static_cast<double>(ranks.size());
+  probe.rank_skew = mean > 0 ? std::max(0.0, slowest / mean - 1.0) : 0.0;
+  probe.core_sharing = std::max(1.0, core_sharing);
   return probe;
 }
 

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "parallel/runtime/run_config.h"
 #include "parallel/comm/mesh.h"
@@ -51,5 +52,22 @@ struct ComputeProbe {
 // Collective over the mesh: every rank times its stand-in; the ranks average it and
 // measure their skew and how many threads share each core of a node.
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh);
+
+// The pieces of probe_compute for a caller without a mesh (the planner's --probe,
+// examples/plan/layout_probe.h, which runs one process per rank of `layout` at once):
+// one rank's stand-ins of `layout` timed on this process (the period's and the head's time
+// per microbatch, scaled to the rank's rows, and the whole probe's), and the ranks'
+// timings combined as probe_compute combines them (means, skew).
+struct RankTiming {
+  int64_t period_blocks = 1;
+  double period_seconds = 0, head_seconds = 0, total_seconds = 0;
+};
+RankTiming time_rank_compute(const RunConfig& run, const parallel::Layout& layout);
+ComputeProbe combine_rank_timings(const std::vector<RankTiming>& ranks, double core_sharing);
+
+// The layout a rank of `mesh` trains under `run`, as the cost model takes it: the mesh's
+// degrees with the run's microbatches and choices (RunConfig::layout), ZeRO-3 as an fsdp
+// axis (a data axis under --zero 3 becomes one).
+parallel::Layout mesh_layout(const RunConfig& run, const parallel::Mesh& mesh);
 
 }  // namespace shardlab::runtime

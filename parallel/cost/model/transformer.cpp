@@ -129,6 +129,19 @@ TransformerShape shape_of(const nn::ModelConfig& c) {
   return s;
 }
 
+std::optional<nn::ModelConfig> model_config_of(const TransformerShape& s) {
+  nn::ModelConfig c;
+  c.arch = s.gated_mlp ? nn::Arch::Llama : nn::Arch::Gpt;
+  c.n_layers = s.layers, c.d_model = s.d_model, c.d_ff = s.d_ff, c.n_heads = s.heads, c.n_kv_heads = s.kv_heads;
+  c.vocab = s.vocab, c.context = s.context;
+  c.experts = s.experts, c.top_k = s.top_k, c.moe_every = s.moe_every;
+  const TransformerShape built = shape_of(c);
+  const bool same = built.head_dim == s.head_dim && built.layer_norm == s.layer_norm && built.bias == s.bias &&
+                    built.tied_embeddings == s.tied_embeddings && built.learned_positions == s.learned_positions;
+  if (!same || s.heads <= 0 || s.d_model % s.heads != 0) return std::nullopt;
+  return c;
+}
+
 ParamCounts count_params(const TransformerShape& s) {
   s.validate();
   const double l = s.layers, d = s.d_model, f = s.d_ff, h = s.head_dim;

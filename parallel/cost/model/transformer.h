@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ TransformerShape model_preset(const std::string& name);  // throws UserError lis
 std::vector<std::string> model_preset_names();
 // The shape of a framework model config (what train_gpt builds).
 TransformerShape shape_of(const nn::ModelConfig& config);
+// The model shardlab's own nn builds for a shape (shape_of's inverse): GPT for a GELU MLP
+// with LayerNorm, biases, tied embeddings and a learned position table of T rows, LLaMA for
+// SwiGLU, RMSNorm and RoPE. nullopt for a shape neither builds (e.g. a head dim other than
+// D / N).
+std::optional<nn::ModelConfig> model_config_of(const TransformerShape& shape);
 
 // Parameter counts. For MoE `mlp` holds all E experts of the MoE layers (and the dense
 // layers' MLPs); `active` counts k of the E.

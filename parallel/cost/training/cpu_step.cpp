@@ -14,6 +14,11 @@ double optimizer_seconds(const TrainConfig& c, const Layout& l, const HardwarePr
   return sizeof(float) * 9.0 * params / hw.hbm_bandwidth;
 }
 
+double optimizer_shards(const Layout& l) {
+  const int state = l.fsdp * l.context;
+  return state > 1 ? state : l.zero >= 1 ? l.data : 1;
+}
+
 double elementwise_seconds(const TrainConfig& c, const Layout& l, const HardwareProfile& hw) {
   if (hw.hbm_bandwidth <= 0) return 0.0;
   const ElementwiseTraffic t = elementwise_elements_per_token_layer(c.model, c.model.context);

@@ -12,6 +12,10 @@
 //   empty expert slots experts compute every slot of their capacity, filled or not
 //
 //   const double busy = flops / peak + elementwise_seconds(c, l, hw) + optimizer_seconds(c, l, hw, shards);
+//
+// With the planner's --probe (TrainConfig::measured_compute) the compute is timed instead,
+// as the run's start-up probe times it (examples/plan/layout_probe.h, scaled by its own
+// share of a core), and of the functions below only the optimizer's pass is added to it.
 #pragma once
 
 #include "parallel/cost/hardware/hardware.h"
@@ -23,6 +27,10 @@ namespace shardlab::cost {
 // norm add two more: 9 floats per parameter of the rank's 1 / (tensor x pipe x
 // optimizer_shards) share. 0 without a calibrated bandwidth.
 double optimizer_seconds(const TrainConfig& c, const Layout& l, const HardwareProfile& hw, double optimizer_shards);
+
+// The ranks AdamW's state shards over: an fsdp or context axis's (ZeRO-3), else the data
+// axis's under ZeRO-1/2, else none (1).
+double optimizer_shards(const Layout& l);
 
 // The element-wise work of forward and backward on a rank's tokens and layers
 // (model/transformer.h, ElementwiseTraffic: the replicated part split over the tensor axis

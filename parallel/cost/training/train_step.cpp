@@ -121,13 +121,18 @@ struct AxisSpec {
 
 // TrainConfig::cpu_step: compute as train_gpt predicts its own without the probe, and the
 // step as compute plus the communication that cannot hide behind it.
-void cpu_step_time(const TrainConfig& c, const Layout& l, const HardwareProfile& hw, double optimizer_shards,
-                   StepEstimate& s) {  // optimizer_shards: the ranks AdamW's state shards over
-  const double flops = s.compute_seconds * (1 - s.bubble_fraction);  // the FLOPs at the GEMM rate
-  const double busy = (flops + elementwise_seconds(c, l, hw) + optimizer_seconds(c, l, hw, optimizer_shards) +
-                       expert_padding_seconds(c, c.capacity_factor, l.num_ranks(), hw.flops_fp32)) *
-                      c.core_sharing;
-  s.compute_seconds = busy / (1 - s.bubble_fraction);
+void cpu_step_time(const TrainConfig& c, const Layout& l, const HardwareProfile& hw, StepEstimate& s) {
+  double busy = 0;
+  if (c.measured_compute) {  // a rank's compute span, the pipeline's bubble and shared cores included
+    s.compute_seconds = c.measured_compute(l);
+    busy = s.compute_seconds * (1 - s.bubble_fraction);
+  } else {
+    const double flops = s.compute_seconds * (1 - s.bubble_fraction);  // the FLOPs at the GEMM rate
+    busy = (flops + elementwise_seconds(c, l, hw) + optimizer_seconds(c, l, hw, optimizer_shards(l)) +
+            expert_padding_seconds(c, c.capacity_factor, l.num_ranks(), hw.flops_fp32)) *
+           c.core_sharing;
+    s.compute_seconds = busy / (1 - s.bubble_fraction);
+  }
   double blocking = 0, state = 0;  // awaited where needed; may run under compute (AxisComm::overlappable)
   for (const AxisComm& comm : s.comms) (comm.overlappable ? state : blocking) += comm.seconds - comm.hidden;
   // ZeRO-3's gathers and reductions spread over the whole step; DP's reduction runs under
@@ -263,7 +268,7 @@ StepEstimate estimate_train_step(const TrainConfig& c, const Layout& l, const Ha
   s.compute_bound = s.compute_seconds >= s.comm_seconds;
   s.step_seconds = std::max(s.compute_seconds, overlapped) + s.ring_exposed_seconds;
   s.step_seconds_serial = s.compute_seconds + traffic;
-  if (c.cpu_step) cpu_step_time(c, l, hw, f > 1 ? f : l.zero >= 1 ? l.data : 1.0, s);
+  if (c.cpu_step) cpu_step_time(c, l, hw, s);
 
   // The fsdp x context group is ZeRO-3: every piece of the state shards over it, the
   // gradients too while microbatches accumulate (each reduce_scatters its own). train_gpt's

@@ -25,6 +25,7 @@
 //   e.step_seconds, e.memory.total(), e.comms (one entry per axis and collective)
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct TrainConfig {
   // max(compute, communication).
   bool cpu_step = false;
   double core_sharing = 1;      // threads per core (cpu_step.h, core_sharing)
+  // With cpu_step: a rank's compute span of a layout as measured on this machine (the
+  // planner's --probe: examples/plan/layout_probe.h, timing stand-ins as train_gpt's start-up
+  // probe does), in place of the FLOPs, element-wise work and optimizer at the profile's rates.
+  std::function<double(const Layout&)> measured_compute;
   double capacity_factor = 0;   // an MoE model's expert capacity (0: dropless), for cpu_step
 };
 
