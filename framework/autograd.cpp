@@ -5,6 +5,7 @@
 
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops/parallel_chunks.h"
 
 namespace shardlab {
 namespace {
@@ -17,8 +18,10 @@ void add_gradients(const Tensor& sum, const Tensor& delta, Tensor& out) {
   const float *a = sum.data(), *d = delta.data();
   float* o = out.data();
   const int64_t n = out.numel();
-#pragma omp parallel for simd if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) o[i] = a[i] + d[i];
+  ops::parallel_chunks(n, 65536, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) o[i] = a[i] + d[i];
+  });
 }
 
 void add_into(Tensor& acc, const Tensor& delta) { add_gradients(acc, delta, acc); }

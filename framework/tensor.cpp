@@ -10,6 +10,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/memory.h"
+#include "framework/ops/parallel_chunks.h"
 
 namespace shardlab {
 namespace {
@@ -213,8 +214,10 @@ void Tensor::copy_(const Tensor& src) {
 void Tensor::fill_(float value) {
   float* p = data();
   const int64_t n = numel();
-#pragma omp parallel for simd if (n * static_cast<int64_t>(sizeof(float)) > kParallelBytes)
-  for (int64_t i = 0; i < n; ++i) p[i] = value;
+  ops::parallel_chunks(n, kParallelBytes / static_cast<int64_t>(sizeof(float)), [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) p[i] = value;
+  });
 }
 
 bool Tensor::requires_grad() const { return impl_ && (impl_->requires_grad || impl_->grad_fn); }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/error.h"
+#include "framework/ops/parallel_chunks.h"
 #include "optim/kernels.h"
 
 namespace shardlab::optim {
@@ -29,14 +30,16 @@ void adamw_update(std::span<float> param, std::span<const float> grad, std::span
   float* pm = m.data();
   float* pv = v.data();
   const int64_t n = static_cast<int64_t>(param.size());
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-  for (int64_t i = 0; i < n; ++i) {
-    const float mi = c.beta1 * pm[i] + (1.0f - c.beta1) * g[i];
-    const float vi = c.beta2 * pv[i] + (1.0f - c.beta2) * g[i] * g[i];
-    pm[i] = mi;
-    pv[i] = vi;
-    p[i] = p[i] * c.decay_factor - c.step_size * mi / (std::sqrt(vi) * c.inv_bias_correction2_sqrt + c.eps);
-  }
+  ops::parallel_chunks(n, kParallelElements, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) {
+      const float mi = c.beta1 * pm[i] + (1.0f - c.beta1) * g[i];
+      const float vi = c.beta2 * pv[i] + (1.0f - c.beta2) * g[i] * g[i];
+      pm[i] = mi;
+      pv[i] = vi;
+      p[i] = p[i] * c.decay_factor - c.step_size * mi / (std::sqrt(vi) * c.inv_bias_correction2_sqrt + c.eps);
+    }
+  });
 }
 
 AdamW::AdamW(ParamSource params, AdamWOptions options) : Optimizer(std::move(params)), options_(std::move(options)) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/error.h"
+#include "framework/ops/parallel_chunks.h"
 #include "optim/kernels.h"
 
 namespace shardlab::optim {
@@ -24,8 +25,10 @@ double clip_grad_norm(const ParamViews& params, double max_norm, const SquaredNo
   for (const ParamView& p : params) {
     float* g = p.grad.data();
     const int64_t n = static_cast<int64_t>(p.grad.size());
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-    for (int64_t i = 0; i < n; ++i) g[i] *= scale;
+    ops::parallel_chunks(n, kParallelElements, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) g[i] *= scale;
+    });
   }
   return norm;
 }

@@ -1,6 +1,7 @@
 #include "optim/sgd.h"
 
 #include "framework/error.h"
+#include "framework/ops/parallel_chunks.h"
 #include "optim/kernels.h"
 
 namespace shardlab::optim {
@@ -13,16 +14,20 @@ void sgd_update(std::span<float> param, std::span<const float> grad, std::span<f
   const float* g = grad.data();
   const int64_t n = static_cast<int64_t>(param.size());
   if (buffer.empty()) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * g[i];
+    ops::parallel_chunks(n, kParallelElements, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) p[i] -= lr * g[i];
+    });
     return;
   }
   float* b = buffer.data();
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-  for (int64_t i = 0; i < n; ++i) {
-    b[i] = momentum * b[i] + g[i];
-    p[i] -= lr * b[i];
-  }
+  ops::parallel_chunks(n, kParallelElements, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) {
+      b[i] = momentum * b[i] + g[i];
+      p[i] -= lr * b[i];
+    }
+  });
 }
 
 SGD::SGD(ParamSource params, SGDOptions options) : Optimizer(std::move(params)), options_(options) {

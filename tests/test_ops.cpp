@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "framework/autograd.h"
 #include "framework/memory.h"
 #include "framework/ops.h"
+#include "framework/ops/parallel_chunks.h"
 #include "framework/precision.h"
 #include "tests/gradcheck.h"
 
@@ -440,5 +442,27 @@ TEST_CASE("merge_row_statistics: shards' log-sum-exp statistics merge into the w
     CHECK(merged[r] == doctest::Approx(m));
     CHECK(merged[2 + r] == doctest::Approx(sum).epsilon(1e-6));
     CHECK(merged[4 + r] == z[r][target[r]]);
+  }
+}
+
+TEST_CASE("parallel_chunks visits every element once, split over the threads only past the limit") {
+  for (const int threads : {1, 2, 3}) {
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{4096}, int64_t{100003}}) {
+      CAPTURE(threads);
+      CAPTURE(n);
+      const int previous = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      std::vector<int> visits(static_cast<size_t>(n), 0);
+      std::vector<int> callers;  // threads that ran a chunk
+      std::mutex lock;
+      shardlab::ops::parallel_chunks(n, 4096, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++visits[static_cast<size_t>(i)];
+        const std::lock_guard<std::mutex> guard(lock);
+        callers.push_back(omp_get_thread_num());
+      });
+      omp_set_num_threads(previous);
+      CHECK(std::count(visits.begin(), visits.end(), 1) == n);
+      CHECK(static_cast<int>(callers.size()) == (n > 4096 ? threads : 1));
+    }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include "framework/ops/parallel_chunks.h"
 #include "framework/precision.h"
 #include "framework/tensor.h"
 
@@ -49,19 +50,25 @@ void to_bf16(const float* in, Bf16* out, int64_t n) {
 
 void to_bf16_portable(const float* in, Bf16* out, int64_t n) {
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
-#pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
-  for (int64_t i = 0; i < n; ++i) o[i] = to_bf16(in[i]).bits;
+  ops::parallel_chunks(n, kParallelAbove, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) o[i] = to_bf16(in[i]).bits;
+  });
 }
 
 void to_float(const Bf16* in, float* out, int64_t n) {
   const uint16_t* b = reinterpret_cast<const uint16_t*>(in);
-#pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
+  ops::parallel_chunks(n, kParallelAbove, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) out[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
+  });
 }
 
 void round_bf16(const float* in, float* out, int64_t n) {
-#pragma omp parallel for simd if (n > kParallelAbove) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = round_bf16(in[i]);
+  ops::parallel_chunks(n, kParallelAbove, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) out[i] = round_bf16(in[i]);
+  });
 }
 
 Tensor rounded_to_bf16(const Tensor& x) {

@@ -7,6 +7,7 @@
 #include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/ops/fast_math.h"
+#include "framework/ops/parallel_chunks.h"
 
 namespace shardlab::ops {
 namespace {
@@ -32,8 +33,10 @@ Tensor reduce_to(const Tensor& g, const Shape& b_shape, int64_t repeat) {
 template <typename F>
 void broadcast_apply(const float* a, const float* b, float* y, int64_t repeat, int64_t n, F f) {
   if (repeat == 1) {
-#pragma omp parallel for simd if (n > 32768)
-    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) y[i] = f(a[i], b[i]);
+    });
     return;
   }
 #pragma omp parallel for if (repeat * n > 32768)
@@ -49,8 +52,10 @@ Tensor map(const Tensor& x, F f) {
   const float* in = x.data();
   float* out = y.data();
   const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+  });
   return y;
 }
 
@@ -154,8 +159,10 @@ Tensor gelu(const Tensor& x) {
     const float *in = x.data(), *g = gy.data();
     float* o = gx.data();
     const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > 32768)
-    for (int64_t i = 0; i < n; ++i) o[i] = g[i] * gelu_df(in[i]);
+    parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) o[i] = g[i] * gelu_df(in[i]);
+    });
     return std::vector<Tensor>{gx};
   });
 }
@@ -167,11 +174,13 @@ Tensor silu(const Tensor& x) {
     const float *in = x.data(), *g = gy.data();
     float* o = gx.data();
     const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > 32768)
-    for (int64_t i = 0; i < n; ++i) {
-      float s = fast_sigmoid(in[i]);
-      o[i] = g[i] * s * (1.0f + in[i] * (1.0f - s));
-    }
+    parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) {
+        float s = fast_sigmoid(in[i]);
+        o[i] = g[i] * s * (1.0f + in[i] * (1.0f - s));
+      }
+    });
     return std::vector<Tensor>{gx};
   });
 }
@@ -182,19 +191,23 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   const float *pg = gate.data(), *pu = up.data();
   float* py = y.data();
   const int64_t n = y.numel();
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) py[i] = pg[i] * fast_sigmoid(pg[i]) * pu[i];
+  parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) py[i] = pg[i] * fast_sigmoid(pg[i]) * pu[i];
+  });
   return record(y, "swiglu", {gate, up}, [gate, up](const Tensor& gy) {
     Tensor gg = Tensor::empty(gate.shape()), gu = Tensor::empty(up.shape());
     const float *pg = gate.data(), *pu = up.data(), *g = gy.data();
     float *og = gg.data(), *ou = gu.data();
     const int64_t n = gate.numel();
-#pragma omp parallel for simd if (n > 32768)
-    for (int64_t i = 0; i < n; ++i) {
-      float s = fast_sigmoid(pg[i]);
-      ou[i] = g[i] * pg[i] * s;
-      og[i] = g[i] * pu[i] * s * (1.0f + pg[i] * (1.0f - s));
-    }
+    parallel_chunks(n, 32768, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) {
+        float s = fast_sigmoid(pg[i]);
+        ou[i] = g[i] * pg[i] * s;
+        og[i] = g[i] * pu[i] * s * (1.0f + pg[i] * (1.0f - s));
+      }
+    });
     return std::vector<Tensor>{gg, gu};
   });
 }
