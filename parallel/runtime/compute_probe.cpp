@@ -141,28 +141,23 @@ parallel::Layout mesh_layout(const RunConfig& run, const parallel::Mesh& mesh) {
 
 ComputeProbe probe_compute(const RunConfig& run, const parallel::Mesh& mesh) {
   const RankTiming mine = time_rank_compute(run, mesh_layout(run, mesh));
-  ComputeProbe probe;
-  probe.period_blocks = mine.period_blocks;
-  // The mean over the ranks, all probing at once.
-  std::vector<float> measured = {static_cast<float>(mine.period_seconds), static_cast<float>(mine.head_seconds),
-                                 static_cast<float>(mine.total_seconds)};
-  parallel::all_reduce(mesh.all(), measured);
-  probe.period_seconds = measured[0] / mesh.size();
-  probe.head_seconds = measured[1] / mesh.size();
-  // The slowest rank's probe against the mean: what a synchronised step waits for.
-  float slowest = static_cast<float>(mine.total_seconds);
-  parallel::all_reduce(mesh.all(), {&slowest, 1}, parallel::ReduceOp::kMax);
-  const double mean = measured[2] / mesh.size();
-  probe.rank_skew = mean > 0 ? std::max(0.0, slowest / mean - 1.0) : 0.0;
+  // Every rank's timing, all probing at once, combined as the planner combines its ranks'.
+  const std::vector<float> sent = {static_cast<float>(mine.period_seconds), static_cast<float>(mine.head_seconds),
+                                   static_cast<float>(mine.total_seconds)};
+  std::vector<float> all(sent.size() * static_cast<size_t>(mesh.size()));
+  parallel::all_gather(mesh.all(), sent, all);
+  std::vector<RankTiming> ranks(static_cast<size_t>(mesh.size()));
+  for (size_t r = 0; r < ranks.size(); ++r)
+    ranks[r] = {.period_blocks = mine.period_blocks, .period_seconds = all[3 * r], .head_seconds = all[3 * r + 1],
+                .total_seconds = all[3 * r + 2]};
   const double threads = static_cast<double>(parallel::ranks_sharing_node(mesh.all().comm())) * omp_get_max_threads();
-  probe.core_sharing = std::max(1.0, threads / std::max(1u, std::thread::hardware_concurrency()));
-  return probe;
+  return combine_rank_timings(ranks, threads / std::max(1u, std::thread::hardware_concurrency()));
 }
 
 ComputeProbe combine_rank_timings(const std::vector<RankTiming>& ranks, double core_sharing) {
   ComputeProbe probe;
   if (ranks.empty()) return probe;
-  double total = 0, slowest = 0;
+  double total = 0, slowest = 0;  // the mean, and the slowest rank's probe: what a synchronised step waits for
   for (const RankTiming& t : ranks) {
     probe.period_seconds += t.period_seconds / static_cast<double>(ranks.size());
     probe.head_seconds += t.head_seconds / static_cast<double>(ranks.size());
