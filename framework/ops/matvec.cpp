@@ -6,6 +6,7 @@
 
 #include "framework/error.h"
 #include "framework/ops/lanes.h"
+#include "framework/ops/parallel_balanced.h"
 
 namespace shardlab {
 namespace {
@@ -82,9 +83,9 @@ void block(const float* x, const float* w, int64_t M, int64_t K, float* y, int64
 
 void matvec(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K) {
   const int64_t blocks = (N + kWeightRows - 1) / kWeightRows;
-  // Threads own blocks of weight rows: each weight byte is read by one thread, once.
-#pragma omp parallel for schedule(static) if (N * K >= (1 << 16))
-  for (int64_t nb = 0; nb < blocks; ++nb) {
+  // Threads own runs of blocks of weight rows (parallel_balanced): each weight byte is read
+  // by one thread, once.
+  ops::parallel_balanced(blocks, N * K >= (1 << 16), [&](int64_t nb) {
     const int64_t n0 = nb * kWeightRows, nr = std::min(kWeightRows, N - n0);
     const float* wb = w + n0 * K;
     const float* next = w + std::min(n0 + kWeightRows, N - nr) * K;  // prefetched; past the end: this block
@@ -99,7 +100,7 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int64_t
         for (int64_t j = 0; j < nr; ++j) y[m * N + n0 + j] += bias[n0 + j];
       }
     }
-  }
+  });
 }
 
 namespace {
@@ -181,10 +182,10 @@ void multiply_panels(const float* x, const W* panels, int64_t panel_count, const
                      int64_t N, int64_t K) {
   const int64_t group = M <= 4 ? kTilePanels<4> : kTilePanels<8>;  // of the row chunks below
   const int64_t groups = (panel_count + group - 1) / group;
-  // Threads own groups of panels; each group's rows go eight at a time, so for more than
+  // Threads own contiguous runs of panel groups (parallel_balanced: the faster thread takes
+  // the slower one's last groups); each group's rows go eight at a time, so for more than
   // eight rows a group's panels come from memory once and from cache after.
-#pragma omp parallel for schedule(static) if (N * K >= (1 << 16))
-  for (int64_t g = 0; g < groups; ++g) {
+  ops::parallel_balanced(groups, N * K >= (1 << 16), [&](int64_t g) {
     const int64_t p0 = g * group, np = std::min(group, panel_count - p0);
     for (int64_t m0 = 0; m0 < M; m0 += 8) {
       const float* xm = x + m0 * K;
@@ -203,7 +204,7 @@ void multiply_panels(const float* x, const W* panels, int64_t panel_count, const
         default: panel_rows<8>(xm, K, panels, p0, np, N, bias, ym); break;
       }
     }
-  }
+  });
 }
 
 }  // namespace
