@@ -9,6 +9,7 @@
 
 #include "framework/autograd.h"
 #include "framework/error.h"
+#include "framework/host_buffer.h"
 #include "framework/memory.h"
 #include "framework/ops/parallel_chunks.h"
 
@@ -19,7 +20,7 @@ namespace {
 struct StorageHeader {
   MemoryCategory category;
 };
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = kHostBufferAlign;
 
 // Freed buffers of at least kMinCachedBytes are kept by exact size and handed to the next
 // Storage of that size. A training step allocates the same shapes every step, and fresh
@@ -57,7 +58,7 @@ class BlockCache {
         return;
       }
     }
-    std::free(raw);
+    free_host_buffer(raw, bytes);
   }
 
  private:
@@ -95,8 +96,7 @@ std::string shape_str(const Shape& shape) {
 Storage::Storage(int64_t numel) : numel_(numel) {
   const size_t bytes = allocation_bytes(numel);
   char* raw = block_cache().take(bytes);
-  if (raw == nullptr) raw = static_cast<char*>(std::aligned_alloc(kAlign, bytes));
-  SL_ASSERT(raw != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (raw == nullptr) raw = allocate_host_buffer(bytes);
   auto* header = reinterpret_cast<StorageHeader*>(raw);
   header->category = MemoryTracker::current();
   data_ = reinterpret_cast<float*>(raw + kAlign);

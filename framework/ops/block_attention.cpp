@@ -15,7 +15,7 @@ namespace {
 
 // Query rows per block: bounds the scores kept at once to [B, K, 128, keys] and lets a
 // block on the diagonal stop at its last visible key.
-constexpr int64_t kRowBlock = 128;
+constexpr int64_t kQueryBlockRows = 128;
 constexpr float kNoMax = -std::numeric_limits<float>::infinity();
 
 // Views of the fused buffers for the query heads of one group g: query head n = k * G + g,
@@ -65,8 +65,8 @@ void check_spans(const std::vector<PositionSpan>& spans, int64_t rows, const cha
 // Runs f(i0, i1, cols) for each block of query rows of q that sees keys of kv.
 template <typename F>
 void for_row_blocks(const PositionSpan& q, const PositionSpan& kv, F&& f) {
-  for (int64_t i0 = 0; i0 < q.length; i0 += kRowBlock) {
-    const int64_t i1 = std::min(q.length, i0 + kRowBlock);
+  for (int64_t i0 = 0; i0 < q.length; i0 += kQueryBlockRows) {
+    const int64_t i1 = std::min(q.length, i0 + kQueryBlockRows);
     const int64_t cols = visible_keys(q, i1, kv);
     if (cols > 0) f(i0, i1, cols);
   }
