@@ -23,6 +23,12 @@ inline Lanes load_lanes(const float* p) {
   return v;
 }
 
+// s in every lane. Written as a splat, not `Lanes{} + s` (which GCC must compute as an add,
+// since 0 + -0.0 is +0.0, and then a register broadcast: two extra instructions on the
+// FMA's ports), so that a product with it becomes one FMA reading s with an embedded
+// broadcast ({1to16}).
+inline Lanes splat_lanes(float s) { return Lanes{s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
+
 // The lanes' sum as a tree: lane l with l + 8, then l + 4, l + 2, l + 1 (four dependent
 // adds, not fifteen).
 inline float sum_lanes(const Lanes& v) {

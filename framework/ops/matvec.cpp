@@ -139,7 +139,7 @@ __attribute__((always_inline)) inline void panel_tile(const float* __restrict x,
     }
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
-      const Lanes xk = Lanes{} + x[m * K + k];
+      const Lanes xk = splat_lanes(x[m * K + k]);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) acc[m * NP + p] += xk * wk[p];
     }
