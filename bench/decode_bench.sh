@@ -8,7 +8,9 @@
 # Model: GPT, V 256, T 256, D 768, L 6, N 12, F 3072 (42.5M weights, 170 MB in fp32: far
 # past the caches); 16-token prompts, 32 new tokens per row, greedy.
 # Usage: bench/decode_bench.sh [build-dir] [out.csv]   (BATCHES="1 2 4 ..." to choose; 1 rank,
-#        THREADS threads, default 2; ROUNDS interleaved rounds, default 3, medians reported).
+#        THREADS threads, default 2; ROUNDS interleaved rounds, default 3, medians reported;
+#        each run's prediction on the local profile measured just before it, or with
+#        PROFILE=once on the one measured at the start).
 #        Plot: python3 bench/plot_decode.py out.csv -o decode.png
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,9 @@ rounds=${ROUNDS:-3}
 for ((r = 0; r < rounds; ++r)); do
   for B in $batches; do
     for ((i = 0; i < B; ++i)); do echo "Once upon a time"; done > "$tmp/prompts.txt"  # 16 tokens each
+    # The prediction on a profile measured just before the run (this VM's bandwidth moves by
+    # a third between minutes): generate calibrates afresh when it finds no profile.
+    [ "${PROFILE:-each}" = once ] || rm -f "$SHARDLAB_LOCAL_PROFILE"
     "$build/examples/generate" --ckpt "$ckpt" --prompts "$tmp/prompts.txt" --max-new 32 > /dev/null 2> "$tmp/err"
     line=$(grep "^batch" "$tmp/err")
     sed -E 's/.*prefill [0-9]+ x [0-9]+ tokens: ([0-9.]+) ms.*decode [0-9]+ steps: ([0-9.]+) ms per step.*prefill ([0-9.]+) ms, decode ([0-9.]+) ms per step$/\1 \2 \3 \4/' <<< "$line" \

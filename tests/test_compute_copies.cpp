@@ -159,7 +159,8 @@ TEST_CASE("decode panels serve linear's few rows in the scope's precision, withi
   };
   for (const ComputePrecision& precision : {ComputePrecision{}, kNative, kRounded}) {
     CAPTURE(precision.bf16());
-    for (const int64_t rows : {int64_t{1}, int64_t{5}, kMatvecMaxRows + 1, kMatvecPanelsMaxRows, kMatvecPanelsMaxRows + 1}) {
+    for (const int64_t rows : {int64_t{1}, int64_t{5}, kMatvecMaxRows + 1, kMatvecPanelsMaxRowsBf16,
+                               kMatvecPanelsMaxRowsBf16 + 1, kMatvecPanelsMaxRows, kMatvecPanelsMaxRows + 1}) {
       CAPTURE(rows);
       const Tensor x = random_tensor({rows, 96}, 5 + rows);
       const Tensor uncached = linear(precision, x);  // matvec or oneDNN on the weight itself
@@ -168,9 +169,12 @@ TEST_CASE("decode panels serve linear's few rows in the scope's precision, withi
       const int64_t operand = precision.bf16() ? 40 * 96 * (precision.matmul == Bf16Matmul::kNative ? 2 : 4) : 0;
       CHECK(copies.bytes() == 3 * 16 * 96 * (precision.bf16() ? 2 : 4) + operand);
       const Tensor y = linear(precision, x);
-      // Up to kMatvecPanelsMaxRows rows take the panels; more take the bf16 operand copy
-      // (fp32: the weight itself).
+      // Up to kMatvecPanelsMaxRows rows (bf16: kMatvecPanelsMaxRowsBf16) take the panels;
+      // more take the bf16 operand copy (fp32: the weight itself).
       CHECK(copies.served() == (rows <= kMatvecPanelsMaxRows || precision.bf16() ? 1 : 0));
+      if (precision.bf16() && rows > kMatvecPanelsMaxRowsBf16) {  // the operand copy: bitwise the uncached GEMM
+        for (int64_t i = 0; i < y.numel(); ++i) REQUIRE(y.data()[i] == uncached.data()[i]);
+      }
       for (int64_t i = 0; i < y.numel(); ++i) CHECK(y.data()[i] == doctest::Approx(uncached.data()[i]).epsilon(1e-5));
     }
   }

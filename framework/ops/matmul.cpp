@@ -118,7 +118,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty(out_shape);
   const ComputePrecision precision = compute_precision();
   const Tensor bias = compute_value(b);
-  const MatvecPanels* panels = M <= kMatvecPanelsMaxRows ? ComputeCopies::find_panels(w, precision) : nullptr;
+  const int64_t panel_rows = precision.bf16() ? kMatvecPanelsMaxRowsBf16 : kMatvecPanelsMaxRows;
+  const MatvecPanels* panels = M <= panel_rows ? ComputeCopies::find_panels(w, precision) : nullptr;
   const bool gemm = panels == nullptr && (precision.bf16() || M > kMatvecMaxRows);
   // x as the GEMM multiplies it and backward keeps it; a decode step without autograd
   // needs neither (under bf16 that saves converting x on every call).

@@ -25,11 +25,18 @@ constexpr int64_t kMatvecMaxRows = 8;
 // y[M, N] = x[M, K] · w[N, K]^T (+ bias[N] when bias is not null); all row-major, fp32.
 void matvec(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K);
 
-// The most rows ops::linear multiplies from a weight's MatvecPanels; above it oneDNN's GEMM
-// is as fast or faster. Measured (2 threads, the decode benchmark's 24 weights, oneDNN on
-// the unpacked weight): 16 rows 5.3 ms panels / 10.8 ms oneDNN, 64 rows 17.5 / 21.2,
-// 128 rows 33.6 / 34.5, 256 rows 68.0 / 63.4.
-constexpr int64_t kMatvecPanelsMaxRows = 128;
+// The most rows ops::linear multiplies from a weight's fp32 MatvecPanels. A prompt's
+// prefill has B x T rows of a shape that oneDNN has seldom seen: its first GEMM of a shape
+// JIT-compiles kernels (the decode benchmark's first prefill of 256 rows took 158 ms
+// through oneDNN against 59 predicted), where the panels need nothing new and, warm, run
+// at oneDNN's rate or above up to here (bench_decode_products, the 25 weights of
+// docs/performance.md's decode model, 2 threads: 256 rows 378 GFLOP/s, 512 375, 1024 366;
+// oneDNN warm 344 at 256 rows). Past it each row block re-reads more of x than the caches
+// hold, and oneDNN takes over.
+constexpr int64_t kMatvecPanelsMaxRows = 1024;
+// The same for bf16 panels: they widen to fp32 FMAs (327 GFLOP/s at 128-256 rows), where
+// oneDNN's bf16 kernels, on a CPU that has them, run twice the fp32 rate once compiled.
+constexpr int64_t kMatvecPanelsMaxRowsBf16 = 128;
 
 // A weight w[N, K] laid out for the decode step: 16-column panels, [ceil(N/16)][K][16] (the
 // columns past N zero), in fp32 or bf16. A panel is one contiguous stream of K x 16 values
