@@ -148,18 +148,16 @@ __attribute__((always_inline)) inline void panel_tile(const float* __restrict x,
   for (int i = 0; i < MB * NP; ++i) std::memcpy(out + i * kPanel, &acc[i], sizeof(Lanes));
 }
 
-// Panels per tile: four for up to four rows, three for more (up to 24 accumulators, with
-// the panels' registers and the broadcast row within AVX-512's 32). Measured, 8 rows
-// (2 threads, the benchmark's 24 weights): three panels 2.5 ms, two 2.9-3.1 ms.
-template <int MB>
-constexpr int kTilePanels = MB <= 4 ? 4 : 3;
+// Panels per tile (and per group of panels below): four for up to four rows, three for
+// more (up to 24 accumulators, with the panels' registers within AVX-512's 32). Measured,
+// 8 rows (2 threads, the benchmark's 24 weights): three panels 2.5 ms, two 2.9-3.1 ms.
+constexpr int kFewRowsPanels = 4, kManyRowsPanels = 3;
 
-// Rows [0, MB) of x against panels [p0, p0 + np), into y: as one tile when np is the
-// tile's panel count, else one panel at a time (np must not exceed the tile's).
-template <int MB, typename W>
+// Rows [0, MB) of x against panels [p0, p0 + np), into y: as one MB x NP tile when np is
+// NP, else one panel at a time (np must not exceed NP).
+template <int MB, int NP, typename W>
 void panel_rows(const float* x, int64_t K, const W* panels, int64_t p0, int64_t np, int64_t N, const float* bias,
                 float* y) {
-  constexpr int NP = kTilePanels<MB>;
   float out[MB * NP * kPanel];
   const W* first = panels + p0 * K * kPanel;
   if (np == NP) {
@@ -177,31 +175,43 @@ void panel_rows(const float* x, int64_t K, const W* panels, int64_t p0, int64_t 
   }
 }
 
+// Rows [m0, m0 + rows) of x (rows <= 8) against a group's NP panels.
+template <int NP, typename W>
+void panel_chunk(const float* x, int64_t K, const W* panels, int64_t p0, int64_t np, int64_t N, const float* bias,
+                 float* y, int64_t m0, int64_t rows) {
+  const float* xm = x + m0 * K;
+  float* ym = y + m0 * N;
+  switch (rows) {
+    case 1: panel_rows<1, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 2: panel_rows<2, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 3: panel_rows<3, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 4: panel_rows<4, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 5: panel_rows<5, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 6: panel_rows<6, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    case 7: panel_rows<7, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+    default: panel_rows<8, NP>(xm, K, panels, p0, np, N, bias, ym); break;
+  }
+}
+
 template <typename W>
 void multiply_panels(const float* x, const W* panels, int64_t panel_count, const float* bias, float* y, int64_t M,
                      int64_t N, int64_t K) {
-  const int64_t group = M <= 4 ? kTilePanels<4> : kTilePanels<8>;  // of the row chunks below
+  const int64_t group = M <= 4 ? kFewRowsPanels : kManyRowsPanels;
   const int64_t groups = (panel_count + group - 1) / group;
+  // A group's rows go in chunks of at most eight, as even as they can be (12 rows: 6 + 6,
+  // not 8 + 4), so that every chunk takes the group's panels in one tile; its panels come
+  // from memory for the first chunk and from cache after.
+  const int64_t chunks = (M + 7) / 8;
   // Threads own contiguous runs of panel groups (parallel_balanced: the faster thread takes
-  // the slower one's last groups); each group's rows go eight at a time, so for more than
-  // eight rows a group's panels come from memory once and from cache after.
+  // the slower one's last groups).
   ops::parallel_balanced(groups, N * K >= (1 << 16), [&](int64_t g) {
     const int64_t p0 = g * group, np = std::min(group, panel_count - p0);
-    for (int64_t m0 = 0; m0 < M; m0 += 8) {
-      const float* xm = x + m0 * K;
-      float* ym = y + m0 * N;
-      const int64_t rows = std::min<int64_t>(8, M - m0);
-      // A chunk of fewer rows than the group's tile (the last of more than eight) takes the
-      // group's panels one at a time.
-      switch (rows) {
-        case 1: panel_rows<1>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 2: panel_rows<2>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 3: panel_rows<3>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 4: panel_rows<4>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 5: panel_rows<5>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 6: panel_rows<6>(xm, K, panels, p0, np, N, bias, ym); break;
-        case 7: panel_rows<7>(xm, K, panels, p0, np, N, bias, ym); break;
-        default: panel_rows<8>(xm, K, panels, p0, np, N, bias, ym); break;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t m0 = M * c / chunks, rows = M * (c + 1) / chunks - m0;
+      if (group == kFewRowsPanels) {
+        panel_chunk<kFewRowsPanels>(x, K, panels, p0, np, N, bias, y, m0, rows);
+      } else {
+        panel_chunk<kManyRowsPanels>(x, K, panels, p0, np, N, bias, y, m0, rows);
       }
     }
   });
