@@ -8,8 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "framework/error.h"
-
 namespace shardlab {
 namespace {
 

@@ -3,6 +3,7 @@
 #include "examples/plan/train.h"
 
 #include <omp.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,9 +89,18 @@ std::vector<runtime::RankTiming> time_ranks_at_once(const runtime::RunConfig& ru
     int fd;
   };
   std::vector<Child> children;
+  // On a failure to start a rank, the ranks already started are stopped and reaped first.
+  const auto give_up = [&children](const std::string& why) {
+    for (const Child& child : children) {
+      kill(child.pid, SIGKILL);
+      close(child.fd);
+      waitpid(child.pid, nullptr, 0);
+    }
+    throw std::runtime_error("--probe: " + why);
+  };
   for (int rank = 0; rank < layout.num_ranks(); ++rank) {
     int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error(std::string("--probe: pipe failed: ") + std::strerror(errno));
+    if (pipe(fds) != 0) give_up(std::string("pipe failed: ") + std::strerror(errno));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
@@ -101,7 +111,7 @@ std::vector<runtime::RankTiming> time_ranks_at_once(const runtime::RunConfig& ru
     close(fds[1]);
     if (error != 0) {
       close(fds[0]);
-      throw std::runtime_error(std::string("--probe: starting a probing rank failed: ") + std::strerror(error));
+      give_up(std::string("starting a probing rank failed: ") + std::strerror(error));
     }
     children.push_back({pid, fds[0]});
   }

@@ -23,6 +23,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+
+#include "framework/error.h"
 
 namespace shardlab::ops {
 
@@ -35,6 +38,7 @@ void parallel_balanced(int64_t n, bool parallel, Body&& body) {
   }
   // Each thread's range [front, back) packed in one word, so that the owner taking the
   // front and a thief taking the back cannot both take the last item.
+  SL_ASSERT(n < (int64_t{1} << 32), "parallel_balanced packs item indices in 32 bits, got " + std::to_string(n));
   struct alignas(64) Range {
     std::atomic<uint64_t> bounds;
   };
