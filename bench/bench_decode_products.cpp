@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/error.h"
 #include "framework/ops/matvec.h"
 #include "framework/peak.h"
 #include "framework/rng.h"
@@ -49,13 +50,47 @@ double median(std::vector<double> v) {
 std::vector<int64_t> parse_rows(const std::string& list) {
   std::vector<int64_t> rows;
   std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) rows.push_back(std::stoll(item));
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value < 1) {
+      throw UserError("--rows: '" + item + "' is not a row count; give positive integers, e.g. --rows 1,8,16");
+    }
+    rows.push_back(value);
+  }
+  if (rows.empty()) throw UserError("--rows: no row counts given; e.g. --rows 1,8,16");
   return rows;
 }
+
+int64_t positive(const cxxopts::ParseResult& args, const char* flag) {
+  const int64_t value = args[flag].as<int64_t>();
+  if (value < 1) throw UserError(std::string("--") + flag + " must be at least 1, got " + std::to_string(value));
+  return value;
+}
+
+int run(int argc, char** argv);
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+  }
+  return 1;
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   cxxopts::Options options("bench_decode_products", "Time a decode step's weight products from the decode panels.");
   options.add_options()
       ("d-model", "D", cxxopts::value<int64_t>()->default_value("768"))
@@ -63,21 +98,21 @@ int main(int argc, char** argv) {
       ("layers", "L", cxxopts::value<int64_t>()->default_value("6"))
       ("vocab", "V", cxxopts::value<int64_t>()->default_value("256"))
       ("rows", "row counts (the batch of a decode step)", cxxopts::value<std::string>()->default_value("1,2,4,8,16"))
-      ("reps", "timed passes per row count", cxxopts::value<int>()->default_value("20"))
+      ("reps", "timed passes per row count", cxxopts::value<int64_t>()->default_value("20"))
       ("bf16", "bf16 panels (half the bytes)", cxxopts::value<bool>()->default_value("false"))
-      ("threads", "OpenMP threads", cxxopts::value<int>()->default_value("2"))
+      ("threads", "OpenMP threads", cxxopts::value<int64_t>()->default_value("2"))
       ("h,help", "help");
   const auto args = options.parse(argc, argv);
   if (args.count("help")) {
     std::printf("%s\n", options.help().c_str());
     return 0;
   }
-  const int64_t D = args["d-model"].as<int64_t>(), F = args["d-ff"].as<int64_t>();
-  const int64_t L = args["layers"].as<int64_t>(), V = args["vocab"].as<int64_t>();
+  const int64_t D = positive(args, "d-model"), F = positive(args, "d-ff");
+  const int64_t L = positive(args, "layers"), V = positive(args, "vocab");
   const std::vector<int64_t> row_counts = parse_rows(args["rows"].as<std::string>());
-  const int reps = args["reps"].as<int>();
+  const int64_t reps = positive(args, "reps");
   const bool bf16 = args["bf16"].as<bool>();
-  omp_set_num_threads(args["threads"].as<int>());
+  omp_set_num_threads(static_cast<int>(positive(args, "threads")));
 
   // The step's matrices [N, K], layer by layer, then the head.
   std::vector<std::pair<int64_t, int64_t>> shapes;
@@ -106,7 +141,7 @@ int main(int argc, char** argv) {
               panels.size(), bytes / 1e6, bf16 ? "bf16" : "fp32", bandwidth / 1e9, peak / 1e9, omp_get_max_threads());
   for (const int64_t M : row_counts) pass(M, 0, panels.size());  // warm-up
   std::vector<std::vector<double>> all(row_counts.size()), hot(row_counts.size());
-  for (int r = 0; r < reps; ++r) {
+  for (int64_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i < row_counts.size(); ++i) {
       auto t0 = Clock::now();
       pass(row_counts[i], 0, panels.size());
@@ -130,3 +165,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
